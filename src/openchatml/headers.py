@@ -171,18 +171,15 @@ def parse_header(
         author = Author(role or Role.ASSISTANT)
 
     recipient = attrs.get("to")
-    if bare_after:
-        if content_type is None:
-            content_type = bare_after.pop()
-        if bare_after and recipient is None:
-            recipient = bare_after.pop()
-        if bare_after:
-            problem(RepairKind.BROKEN_HEADER, f"unexpected words in header: {bare_after}")
-    if bare_start:
-        if recipient is None:
-            recipient = bare_start.pop()
-        if bare_start:
-            problem(RepairKind.BROKEN_HEADER, f"unexpected words in header: {bare_start}")
+    # Bare words, read from the end as Harmony does: a content type (always, after the
+    # channel; after the role only when a recipient is already known), then a recipient.
+    bare = bare_start + bare_after
+    if bare and content_type is None and (bare_after or recipient is not None or len(bare) > 1):
+        content_type = bare.pop()
+    if bare and recipient is None:
+        recipient = bare.pop()
+    if bare:
+        problem(RepairKind.BROKEN_HEADER, f"unexpected words in header: {bare}")
     if "content_type" in attrs:
         if content_type is None:
             content_type = attrs["content_type"]

@@ -260,10 +260,45 @@ class StreamParser:
 
     def feed_tokens(self, tokens: Iterable[int]) -> list[Event]:
         """Feed token ids; returns the events they caused."""
-        process = self.process
-        for token in tokens:
-            process(token)
+        self._feed_ids(tokens if isinstance(tokens, list | tuple) else list(tokens))
         return self.events()
+
+    def _feed_ids(self, tokens: Sequence[int]) -> None:
+        """Feed many ids: runs of body tokens are decoded in one piece.
+
+        Gives the same messages and events as :meth:`process` on each id; a run whose
+        bytes are not valid UTF-8 on their own goes through :meth:`process` id by id.
+        """
+        process = self.process
+        try:
+            marks = [i for i, t in enumerate(tokens) if not 0 <= t < FIRST_SPECIAL_ID]
+        except TypeError:  # not all ints: let process() report each one
+            for token in tokens:
+                process(token)
+            return
+        marks.append(len(tokens))
+        table = self._load().token_bytes
+        start = 0
+        for mark in marks:
+            if mark > start:
+                if self._state is _CONTENT and self._utf8 is None:
+                    run = tokens[start:mark]
+                    try:
+                        text = b"".join(map(table.__getitem__, run)).decode("utf-8")
+                    except UnicodeDecodeError:
+                        for token in run:
+                            process(token)
+                    else:
+                        self._n_tokens += len(run)
+                        if self._record:
+                            self.tokens.extend(run)
+                        self._body_text(text)
+                else:
+                    for token in tokens[start:mark]:
+                        process(token)
+            if mark < len(tokens):
+                process(tokens[mark])
+            start = mark + 1
 
     def process(self, token: int) -> None:
         """Feed one token id. Events accumulate until :meth:`events` is called."""
@@ -870,9 +905,7 @@ def parse_tokens(
         require_channels=require_channels,
         allow_truncated=allow_truncated,
     )
-    process = parser.process
-    for token in tokens:
-        process(token)
+    parser.feed_tokens(tokens)
     parser.close()
     return parser.messages
 

@@ -17,18 +17,23 @@ from typing import Any
 
 
 def _float_text(value: float) -> str:
-    """A finite float as serde_json/ryu writes it (``1.0``, ``1e20``, ``1.5e-7``)."""
+    """A finite float as serde_json/ryu writes it (``1.0``, ``1e20``, ``0.00001``, ``1e-6``).
+
+    Python's ``repr`` gives the same shortest digits; the two differ only in where the
+    exponent form starts (ryu keeps ``0.0000d…`` one decade lower) and in spelling
+    ``e+20`` / ``e-07`` as ``e20`` / ``e-7``.
+    """
     if not math.isfinite(value):
         return "null"
     text = repr(value)
-    if "e" not in text and "E" not in text:
-        # repr switches to exponent form at 1e16; ryu does too, and for small numbers
-        # below 1e-5 — repr already used an exponent there.
+    if "e" not in text:
         return text
     mantissa, exponent = text.split("e")
     exp = int(exponent)
-    if mantissa.endswith(".0"):
-        mantissa = mantissa[:-2]
+    if exp == -5:
+        sign = "-" if mantissa.startswith("-") else ""
+        digits = mantissa.lstrip("-").replace(".", "")
+        return f"{sign}0.0000{digits}"
     return f"{mantissa}e{exp}"
 
 
