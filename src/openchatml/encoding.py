@@ -124,6 +124,8 @@ class Encoding:
         """The bytes of ``tokens``; raises ``ValueError`` for an id outside the vocabulary."""
         table = self.token_bytes
         try:
+            if tokens and min(tokens) < 0:
+                raise IndexError("negative id")
             return b"".join([table[t] for t in tokens])
         except (IndexError, TypeError) as exc:
             raise ValueError(f"token id outside o200k_harmony: {exc}") from None

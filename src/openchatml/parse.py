@@ -57,7 +57,7 @@ from .events import (
     RepairKind,
 )
 from .headers import CHANNEL_MARK, HeaderNotes, parse_header
-from .messages import Conversation, Message, Role, TranscriptHeader
+from .messages import Author, Conversation, Message, Role, TranscriptHeader
 from .tokens import (
     CALL_ID,
     CHANNEL_ID,
@@ -305,13 +305,18 @@ class StreamParser:
         self._n_tokens += 1
         if self._record:
             self.tokens.append(token)
-        if self._state is _CONTENT and 0 <= token < FIRST_SPECIAL_ID and self._utf8 is None:
-            text = self._token_str[token] if self._token_str else self._first_token_str(token)
-            if text is not None:
-                self._content.append(text)
-                self._delta.append(text)
-                self.last_content_delta = text
-                return
+        if self._state is _CONTENT and self._utf8 is None:
+            try:
+                ordinary = 0 <= token < FIRST_SPECIAL_ID
+            except TypeError:
+                ordinary = False
+            if ordinary:
+                text = self._token_str[token] if self._token_str else self._first_token_str(token)
+                if text is not None:
+                    self._content.append(text)
+                    self._delta.append(text)
+                    self.last_content_delta = text
+                    return
         self._process_slow(token)
 
     def _first_token_str(self, token: int) -> str | None:
@@ -770,6 +775,8 @@ class StreamParser:
         self._emit(MessageStarted(len(self.messages), header))
 
     def _header_without_body(self, text: str, token: ControlToken, where: Position) -> None:
+        """A terminator came before ``<|message|>``: keep the role and channel, and read
+        the other words as the body (as openai-harmony's lenient mode does)."""
         self._problem(
             HeaderError,
             RepairKind.HEADER_WITHOUT_BODY,
@@ -777,14 +784,21 @@ class StreamParser:
             where,
         )
         head, mark, rest = text.partition(CHANNEL_MARK)
-        words = rest.split()
-        notes = HeaderNotes()
-        header = parse_header(
-            head + mark + (words[0] if words else ""), self._next_role, strict=False, notes=notes
-        )
+        before = head.split()
+        role = self._next_role
+        if role is None:
+            first = before.pop(0) if before else ""
+            header = parse_header(first, None, strict=False)
+        else:
+            if before and before[0] == role.value:
+                before.pop(0)
+            header = Header(Author(role))
+        after = rest.split()
+        if mark and after:
+            header = Header(header.author, channel=after.pop(0))
         self._next_role = None
         self._header = header
-        self._content = [" ".join(words[1:])]
+        self._content = [" ".join(before + after)]
         self._state = _CONTENT
         self._emit(MessageStarted(len(self.messages), header))
         self._finish(token, where)

@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from .errors import TranscriptHeaderError
+from .errors import Position, TranscriptHeaderError, text_position
 from .messages import TranscriptHeader
 
 _KNOWN = ("version", "model", "generation_settings", "capabilities", "profiles")
@@ -23,29 +23,32 @@ def _mapping(value: Any, key: str) -> Mapping[str, Any]:
     if value is None:
         return MappingProxyType({})
     if not isinstance(value, Mapping):
-        raise TranscriptHeaderError(f"{key} must be a mapping, not {type(value).__name__}")
+        raise TranscriptHeaderError(f"'{key}' must be a mapping, not {type(value).__name__}")
     return MappingProxyType(dict(value))
 
 
 def parse_transcript_header(text: str) -> TranscriptHeader:
     """The header ``text`` spells. Raises :class:`TranscriptHeaderError` when it is not
     a YAML mapping with a ``version``."""
-    body = text.strip()
-    if body.startswith("```"):
-        # a fenced block, as the specification shows it
-        lines = body.splitlines()
-        body = "\n".join(line for line in lines if not line.startswith("```"))
+    # a fenced block, as the specification shows it: blank the fence lines, keep positions
+    body = "\n".join("" if line.startswith("```") else line for line in text.split("\n"))
+    start = text_position(text, len(text) - len(text.lstrip()))
     try:
         data = yaml.safe_load(body)
     except yaml.YAMLError as exc:
-        raise TranscriptHeaderError(f"the transcript header is not YAML: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = (
+            Position(mark.index, mark.line + 1, mark.column + 1) if mark is not None else start
+        )
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise TranscriptHeaderError(f"the transcript header is not YAML: {problem}", position=where) from None
     if not isinstance(data, Mapping):
-        raise TranscriptHeaderError("text before the first message is not a YAML header")
+        raise TranscriptHeaderError("text before the first message is not a YAML header", position=start)
     if "version" not in data:
-        raise TranscriptHeaderError("the transcript header has no 'version'")
+        raise TranscriptHeaderError("the transcript header has no 'version'", position=start)
     version = data["version"]
     if not isinstance(version, str | int | float) or isinstance(version, bool):
-        raise TranscriptHeaderError("'version' must be a number such as 2.2")
+        raise TranscriptHeaderError("'version' must be a number such as 2.2", position=start)
     model = data.get("model")
     extra = {str(k): v for k, v in data.items() if k not in _KNOWN}
     return TranscriptHeader(
@@ -77,5 +80,4 @@ def render_transcript_header(header: TranscriptHeader) -> str:
             data[key] = _plain(value)
     data.update(_plain(header.extra))
     text: str = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None)
-    # keep the version a string that still reads as the same number
     return text
