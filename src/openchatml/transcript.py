@@ -37,9 +37,7 @@ def parse_transcript_header(text: str) -> TranscriptHeader:
         data = yaml.safe_load(body)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = (
-            Position(mark.index, mark.line + 1, mark.column + 1) if mark is not None else start
-        )
+        where = Position(mark.index, mark.line + 1, mark.column + 1) if mark is not None else start
         problem = getattr(exc, "problem", None) or str(exc)
         raise TranscriptHeaderError(f"the transcript header is not YAML: {problem}", position=where) from None
     if not isinstance(data, Mapping):
