@@ -77,5 +77,5 @@ def render_transcript_header(header: TranscriptHeader) -> str:
         if value:
             data[key] = _plain(value)
     data.update(_plain(header.extra))
-    text: str = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=None)
+    text: str = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
     return text
