@@ -7,8 +7,8 @@ Two paths carry a conversation:
   token there and nothing needs escaping.
 * **text** — control tokens are the ASCII sequences ``<|start|>`` …; a body that itself
   contains one of those sequences is escaped by doubling its leading ``<`` (OCM §3:
-  ``<<|start|>`` reads as the text ``<|start|>``), and a body whose last character is
-  ``<`` closes with a literal block so that the ``<`` cannot escape the terminator.
+  ``<<|start|>`` reads as the text ``<|start|>``), and a body that ends in ``<`` puts
+  those trailing ``<`` in a literal block so that they cannot escape the terminator.
   :func:`escape_text` and the text parser are exact inverses.
 """
 
@@ -100,14 +100,15 @@ _ESCAPE_RE: Final = re.compile(f"(?={_TOKEN_ALTERNATION})")
 def escape_text(text: str) -> str:
     """Body text → text-path form that the text parser reads back as ``text``.
 
-    Each control-token sequence gets one extra leading ``<``; a trailing ``<`` is moved
-    into a literal block so it cannot join the terminator that follows.
+    Each control-token sequence gets one extra leading ``<``; trailing ``<`` characters
+    move into a literal block so that none can join the terminator that follows.
     """
     if "<" not in text:
         return text
     out = _ESCAPE_RE.sub("<", text) if "<|" in text else text
     if out.endswith("<"):
-        out = out[:-1] + ControlToken.LITERAL + "<" + ControlToken.ENDLITERAL
+        head = out.rstrip("<")
+        out = head + ControlToken.LITERAL + out[len(head) :] + ControlToken.ENDLITERAL
     return out
 
 
