@@ -792,6 +792,7 @@ class HarmonyEncoding:
             strict=strict,
             check_constraints=False,
             allow_truncated=True,
+            replace_invalid_utf8=True,
             encoding=self._encoding,
         )
         try:
@@ -920,6 +921,7 @@ class StreamableParser:
             check_constraints=False,
             allow_truncated=True,
             record_tokens=True,
+            replace_invalid_utf8=True,
             encoding=self._encoding._encoding,
         )
 

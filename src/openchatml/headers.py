@@ -31,6 +31,8 @@ CONSTRAIN_MARK = "<|constrain|>"
 ROLES: dict[str, Role] = {r.value: r for r in Role}
 KNOWN_ATTRIBUTES = frozenset({"to", "call_id", "name", "intent", "content_type"})
 BUILTIN_TOOL_ROLES = frozenset({"python", "browser"})
+UNKNOWN_TOOL = "functions.unknown"
+"""The name a lenient read gives a tool reply that names no tool."""
 
 
 @dataclass(slots=True)
@@ -194,6 +196,7 @@ def parse_header(
             author = Author(author.role, name)
     if author.role is Role.TOOL and author.name is None:
         problem(RepairKind.BROKEN_HEADER, "a tool message needs a name (name=functions.x)")
+        author = Author(Role.TOOL, UNKNOWN_TOOL)
 
     return Header(
         author=author,

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import codecs
 import json
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
@@ -61,6 +62,7 @@ from .messages import Author, Conversation, Message, Role, TranscriptHeader
 from .tokens import (
     CALL_ID,
     CHANNEL_ID,
+    CONSTRAIN_ID,
     END_ID,
     FIRST_SPECIAL_ID,
     LAST_SPECIAL_ID,
@@ -70,6 +72,7 @@ from .tokens import (
     START_ID,
     TOKEN_RE,
     ControlToken,
+    sanitize_header_value,
     special_token_text,
 )
 from .transcript import parse_transcript_header
@@ -90,6 +93,12 @@ _PREFIXES: Final = frozenset(
 )
 _ENDLITERAL: Final = ControlToken.ENDLITERAL.value
 _ENDLITERAL_PREFIXES: Final = tuple(_ENDLITERAL[:n] for n in range(len(_ENDLITERAL) - 1, 0, -1))
+
+
+ROLE_WORDS: Final = frozenset(r.value for r in Role)
+_YAML_OPENING: Final = re.compile(r"(---|%YAML|```|version[ \t]*:)")
+_YAML_LINE: Final = re.compile(r"[ \t]*(- |[^\s:][^:]*:[ \t])")
+"""A YAML line that can hold a value: a list item or a ``key: value``."""
 
 
 class _State(Enum):
@@ -116,6 +125,8 @@ class StreamParser:
     ``E-PARSE-CHANNEL-MISSING``. ``allow_truncated``: input that ends inside a body
     yields the message as it stands rather than ``E-STREAM-TRUNCATED`` (the
     openai-harmony behaviour). ``record_tokens``: keep every id fed in :attr:`tokens`.
+    ``replace_invalid_utf8``: body bytes that are not UTF-8 become U+FFFD instead of an
+    error (the default when not strict; openai-harmony always replaces).
     """
 
     def __init__(
@@ -127,9 +138,11 @@ class StreamParser:
         require_channels: bool = False,
         allow_truncated: bool = False,
         record_tokens: bool = False,
+        replace_invalid_utf8: bool | None = None,
         encoding: Encoding | None = None,
     ) -> None:
         self.strict = strict
+        self.replace_invalid_utf8 = (not strict) if replace_invalid_utf8 is None else replace_invalid_utf8
         self.check_constraints = check_constraints
         self.require_channels = require_channels
         self.allow_truncated = allow_truncated
@@ -163,6 +176,8 @@ class StreamParser:
         self._line_start = 0  # offset where the current line starts
         self._prelude: list[str] = []
         self._prelude_len = 0
+        self._stray = ""
+        self._stray_at: Position | None = None
         self._seen_start = role is not None
         self._closed = False
 
@@ -307,21 +322,15 @@ class StreamParser:
             self.tokens.append(token)
         if self._state is _CONTENT and self._utf8 is None:
             try:
-                ordinary = 0 <= token < FIRST_SPECIAL_ID
-            except TypeError:
-                ordinary = False
-            if ordinary:
-                text = self._token_str[token] if self._token_str else self._first_token_str(token)
-                if text is not None:
-                    self._content.append(text)
-                    self._delta.append(text)
-                    self.last_content_delta = text
-                    return
+                text = self._token_str[token] if 0 <= token < FIRST_SPECIAL_ID else None
+            except (TypeError, IndexError):  # not an int, or the table is not loaded yet
+                text = None
+            if text is not None:
+                self._content.append(text)
+                self._delta.append(text)
+                self.last_content_delta = text
+                return
         self._process_slow(token)
-
-    def _first_token_str(self, token: int) -> str | None:
-        self._load()
-        return self._token_str[token]
 
     def _tpos(self) -> Position:
         return Position(self._n_tokens - 1, unit="token")
@@ -439,20 +448,40 @@ class StreamParser:
             )
 
     def _implicit_role(self, text: str) -> Role:
-        word = text.split()[0] if text.split() else ""
-        for role in Role:
-            if word == role.value:
-                return role
-        return Role.ASSISTANT
+        words = text.split()
+        return Role(words[-1]) if words and words[-1] in ROLE_WORDS else Role.ASSISTANT
 
     def _decode_header(self, enc: Encoding) -> str:
-        raw = enc.decode_bytes(self._header_ids)
+        """The header's ids as header text: ``<|channel|>`` and ``<|constrain|>`` ids become
+        their markers, and ordinary text that spells a control token is refused (strict)
+        or loses its ``|`` (lenient), so that text never becomes a marker."""
+        parts: list[str] = []
+        run: list[int] = []
+        for token in [*self._header_ids, CHANNEL_ID]:
+            if token != CHANNEL_ID and token != CONSTRAIN_ID:
+                run.append(token)
+                continue
+            raw = enc.decode_bytes(run)
+            run.clear()
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                self._problem(
+                    HeaderError, RepairKind.BROKEN_HEADER, "header is not valid UTF-8", self._tpos()
+                )
+                text = raw.decode("utf-8", "replace")
+            if "<|" in text:
+                self._problem(
+                    HeaderError,
+                    RepairKind.BROKEN_HEADER,
+                    "text spelling a control token inside a header",
+                    self._tpos(),
+                )
+                text = sanitize_header_value(text) if text.strip() else text
+            parts.append(text)
+            parts.append(special_token_text(token))
         self._header_ids.clear()
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            self._problem(HeaderError, RepairKind.BROKEN_HEADER, "header is not valid UTF-8", self._tpos())
-            return raw.decode("utf-8", "replace")
+        return "".join(parts[:-1])
 
     def _body_bytes(self, data: bytes) -> None:
         if self._utf8 is None:
@@ -477,13 +506,21 @@ class StreamParser:
                 self._body_text(text)
 
     def _note_invalid_utf8(self) -> None:
-        if not self.strict:
-            self._repair(
-                RepairKind.INVALID_UTF8,
-                "E-PARSE",
-                "bytes that are not UTF-8 were replaced by U+FFFD",
-                self._tpos(),
-            )
+        if self.replace_invalid_utf8:
+            if not self.strict:
+                self._repair(
+                    RepairKind.INVALID_UTF8,
+                    UnexpectedTokenError.code,
+                    "bytes that are not UTF-8 were replaced by U+FFFD",
+                    self._tpos(),
+                )
+            return
+        self._problem(
+            UnexpectedTokenError,
+            RepairKind.INVALID_UTF8,
+            "token ids whose bytes are not UTF-8 (replaced by U+FFFD)",
+            self._tpos(),
+        )
 
     # --- text -----------------------------------------------------------------------
 
@@ -614,24 +651,44 @@ class StreamParser:
                     if in_header:
                         self._header_chars(buf[pos:cut], self._cpos(pos))
                     else:
-                        self._outside_text(buf[pos:cut], self._cpos(pos))
+                        self._outside_text(pos, cut)
                 return cut if cut == len(buf) else -cut - 1
             token = ControlToken(m.group())
             if in_header and token in (ControlToken.CHANNEL, ControlToken.CONSTRAIN):
                 self._header_chars(buf[pos : m.end()], self._cpos(pos))
                 pos = m.end()
                 continue
+            if not in_header and not self._seen_start and self._inside_yaml(buf, pos, i):
+                self._outside_text(pos, m.end())  # a control token quoted inside the YAML header
+                pos = m.end()
+                continue
             if i > pos:
                 if in_header:
                     self._header_chars(buf[pos:i], self._cpos(pos))
                 else:
-                    self._outside_text(buf[pos:i], self._cpos(pos))
+                    self._outside_text(pos, i)
             where = self._cpos(i)
             if in_header:
                 self._header_control(token, where)
             else:
                 self._outside_control(token, where)
             return m.end()
+
+    def _inside_yaml(self, buf: str, pos: int, index: int) -> bool:
+        """Whether the control token at ``buf[index]`` is part of a YAML header
+        (``buf[pos:index]`` is text not yet taken into the prelude).
+
+        Once the text before the first message has begun as a YAML header (``version:``,
+        ``---``, ``%YAML`` or a ``` fence), a control token on a ``key: value`` or
+        ``- item`` line is part of a value; only one at the start of a line, or on a line
+        that is no YAML, ends the header.
+        """
+        before = buf[pos:index] or (self._prelude[-1] if self._prelude else "")
+        if before[-1:] in ("", "\n"):
+            return False
+        head = "".join(self._prelude) + buf[pos:index]
+        line = head[head.rfind("\n") + 1 :]
+        return _YAML_LINE.match(line) is not None and _YAML_OPENING.match(head.lstrip()) is not None
 
     def _header_chars(self, text: str, where: Position) -> None:
         self._header_text.append(text)
@@ -665,53 +722,72 @@ class StreamParser:
             )
             self._header_text.append(text)
 
-    def _outside_text(self, text: str, where: Position) -> None:
+    def _outside_text(self, start: int, end: int) -> None:
+        """Text ``self._buf[start:end]`` between messages (or before the first one)."""
+        text = self._buf[start:end]
         if not self._seen_start:
             if self._prelude_len + len(text) > MAX_PRELUDE:
                 self._problem(
                     UnexpectedTokenError,
                     RepairKind.STRAY_TEXT,
                     f"more than {MAX_PRELUDE} characters before the first message",
-                    where,
+                    self._cpos(start),
                 )
                 self._prelude.clear()
                 self._prelude_len = 0
             self._prelude.append(text)
             self._prelude_len += len(text)
             return
-        if text.isspace():
+        lead = len(text) - len(text.lstrip())
+        if lead == len(text):
             return
-        self._problem(
-            UnexpectedTokenError,
-            RepairKind.STRAY_TEXT,
-            f"text {text[:40]!r} between messages",
-            where,
-        )
-        self._prelude.append(text)  # kept in case a header without <|start|> follows
+        if self._stray_at is None:
+            self._stray_at = self._cpos(start + lead)
+            if self.strict:
+                raise UnexpectedTokenError("text between messages", position=self._stray_at)
+        # keep only the tail: a header that lost its <|start|> may follow
+        self._stray = (self._stray + text)[-MAX_HEADER:]
+
+    def _take_stray(self, *, as_role: bool = False) -> str:
+        """The stray text since the last message, reported where it began.
+
+        ``as_role``: a header without ``<|start|>`` follows, and a role word just before it
+        is read as its role rather than dropped.
+        """
+        stray, at = self._stray, self._stray_at
+        self._stray, self._stray_at = "", None
+        if at is None:
+            return ""
+        text = stray.strip()
+        if as_role and text.split()[-1:] and text.split()[-1] in ROLE_WORDS:
+            detail = f"read {text[-40:]!r} as the role of a header without <|start|>"
+        else:
+            detail = f"dropped {text[:40]!r} between messages"
+        self._repair(RepairKind.STRAY_TEXT, UnexpectedTokenError.code, detail, at)
+        return stray
 
     def _outside_control(self, token: ControlToken, where: Position) -> None:
         if token is ControlToken.START:
+            self._take_stray()
             self._end_prelude(where)
             self._begin_header()
             return
         if token in (ControlToken.CHANNEL, ControlToken.MESSAGE):
+            stray = self._take_stray(as_role=True)
             self._problem(
                 UnexpectedTokenError,
                 RepairKind.MISSING_START,
                 f"{token.value} without <|start|>",
                 where,
             )
-            stray = "".join(self._prelude) if self._seen_start else ""
-            if self._seen_start:
-                self._prelude.clear()
-            else:
-                self._end_prelude(where)
+            self._end_prelude(where)
             self._begin_header(self._implicit_role(stray))
             if token is ControlToken.MESSAGE:
                 self._start_body("", where)
             else:
                 self._header_text.append(token.value)
             return
+        self._take_stray()
         self._problem(
             UnexpectedTokenError,
             RepairKind.STRAY_CONTROL,
@@ -730,7 +806,7 @@ class StreamParser:
         except ParseError as exc:
             if self.strict:
                 raise
-            self._repair(RepairKind.STRAY_TEXT, exc.code, exc.message, where)
+            self._repair(RepairKind.STRAY_TEXT, exc.code, exc.message, exc.position or where)
             return
         self.transcript_header = header
         self._emit(DocumentHeader(header))
@@ -798,9 +874,12 @@ class StreamParser:
             header = Header(header.author, channel=after.pop(0))
         self._next_role = None
         self._header = header
-        self._content = [" ".join(before + after)]
+        self._content = []
         self._state = _CONTENT
         self._emit(MessageStarted(len(self.messages), header))
+        body = " ".join(before + after)
+        if body:
+            self._body_text(body)
         self._finish(token, where)
 
     def _body_text(self, text: str) -> None:
@@ -864,6 +943,7 @@ class StreamParser:
         state = self._state
         where: Position = self._cpos(len(self._buf)) if self._offset or self._buf else self._tpos()
         if state is _EXPECT_START:
+            self._take_stray()
             if self._stray_ids:
                 self._drop_stray_ids(self._load())
             if not self._seen_start:

@@ -292,8 +292,8 @@ class Renderer:
         parts: list[str] = []
         for piece in header_pieces(message, self.config.profile):
             parts.append(_CONTROL_TEXT[piece] if isinstance(piece, int) else piece)
-        for text in _content_texts(message, has_function_tools):
-            parts.append(escape_text(text))
+        # escape the body as one text: two parts may join into a control token
+        parts.append(escape_text("".join(_content_texts(message, has_function_tools))))
         parts.append(_CONTROL_TEXT[_terminator(message)])
         return "".join(parts)
 
