@@ -3,6 +3,7 @@
 The public surface. ``openchatml.harmony`` is a drop-in for ``openai_harmony``.
 """
 
+from .calls import check_tool_call, declared_namespaces, find_tool
 from .content import (
     ChannelConfig,
     Content,
@@ -47,6 +48,13 @@ from .events import (
     Repaired,
     RepairKind,
 )
+from .interchange import (
+    InterchangeError,
+    conversation_from_json,
+    conversation_to_json,
+    message_from_json,
+    message_to_json,
+)
 from .messages import Author, Channel, Conversation, Intent, Message, Role, TranscriptHeader
 from .parse import ParsedTranscript, StreamParser, parse_text, parse_tokens, parse_transcript
 from .render import (
@@ -60,7 +68,8 @@ from .render import (
     render_message,
     render_text,
 )
-from .tokens import ControlToken
+from .tokens import ControlToken, escape_text
+from .visibility import VisibleDeltaFilter, effective_channel, ensure_visible, is_visible, user_view
 
 __version__ = "0.1.0"
 
@@ -86,6 +95,7 @@ __all__ = [
     "Header",
     "HeaderError",
     "Intent",
+    "InterchangeError",
     "Message",
     "MessageDone",
     "MessageStarted",
@@ -114,8 +124,20 @@ __all__ = [
     "TranscriptHeaderError",
     "UnexpectedTokenError",
     "VisibilityError",
+    "VisibleDeltaFilter",
     "__version__",
+    "check_tool_call",
+    "conversation_from_json",
+    "conversation_to_json",
+    "declared_namespaces",
+    "effective_channel",
+    "ensure_visible",
+    "escape_text",
+    "find_tool",
+    "is_visible",
     "load_encoding",
+    "message_from_json",
+    "message_to_json",
     "parse_text",
     "parse_tokens",
     "parse_transcript",
@@ -124,4 +146,5 @@ __all__ = [
     "render_conversation_for_training",
     "render_message",
     "render_text",
+    "user_view",
 ]

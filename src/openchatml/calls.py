@@ -13,9 +13,6 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import jsonschema
-import jsonschema.exceptions
-
 from .content import DeveloperContent, SystemContent, ToolDescription, ToolNamespaceConfig
 from .errors import CallSchemaError
 from .messages import Conversation, Message, Role
@@ -83,6 +80,9 @@ def check_tool_call(
         if arguments not in ({}, None):
             raise CallSchemaError(f"{recipient} takes no arguments")
         return arguments
+    import jsonschema  # imported here: only tool-call checking needs it
+    import jsonschema.exceptions
+
     schema = _plain(tool.parameters)
     try:
         validator_cls = jsonschema.validators.validator_for(schema)
