@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ._json import plain
 from .content import DeveloperContent, SystemContent, ToolDescription, ToolNamespaceConfig
 from .errors import CallSchemaError
 from .messages import Conversation, Message, Role
@@ -41,14 +42,6 @@ def find_tool(recipient: str, namespaces: Mapping[str, ToolNamespaceConfig]) -> 
     if not tool_name:
         return ToolDescription(ns.name, ns.description or "") if not ns.tools else None
     return next((t for t in ns.tools if t.name == tool_name), None)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
 
 
 def check_tool_call(
@@ -83,7 +76,7 @@ def check_tool_call(
     import jsonschema  # imported here: only tool-call checking needs it
     import jsonschema.exceptions
 
-    schema = _plain(tool.parameters)
+    schema = plain(tool.parameters)
     try:
         validator_cls = jsonschema.validators.validator_for(schema)
         validator_cls.check_schema(schema)

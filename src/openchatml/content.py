@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
-from types import MappingProxyType
 from typing import Any, Final
 
+from ._json import frozen
 from .typescript import json_value, schema_to_typescript
 
 
@@ -195,14 +195,6 @@ def response_formats_section(formats: tuple[ResponseFormat, ...]) -> str:
     return "\n\n".join(blocks)
 
 
-def _frozen(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return MappingProxyType({k: _frozen(v) for k, v in value.items()})
-    if isinstance(value, list):
-        return [_frozen(v) for v in value]
-    return value
-
-
 BROWSER_NAMESPACE: Final = ToolNamespaceConfig(
     name="browser",
     description=(
@@ -217,7 +209,7 @@ BROWSER_NAMESPACE: Final = ToolNamespaceConfig(
         ToolDescription(
             name="search",
             description="Searches for information related to `query` and displays `topn` results.",
-            parameters=_frozen(
+            parameters=frozen(
                 {
                     "type": "object",
                     "properties": {
@@ -242,7 +234,7 @@ BROWSER_NAMESPACE: Final = ToolNamespaceConfig(
                 "the document or centered on the most relevant passage, if available.\n"
                 "Use this function without `id` to scroll to a new location of an opened page."
             ),
-            parameters=_frozen(
+            parameters=frozen(
                 {
                     "type": "object",
                     "properties": {
@@ -261,7 +253,7 @@ BROWSER_NAMESPACE: Final = ToolNamespaceConfig(
             description=(
                 "Finds exact matches of `pattern` in the current page, or the page given by `cursor`."
             ),
-            parameters=_frozen(
+            parameters=frozen(
                 {
                     "type": "object",
                     "properties": {

@@ -22,12 +22,12 @@ the JSON path of the offending value (``messages[3].tool_call.arguments: …``).
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, assert_never
 
+from ._json import frozen, plain
 from .content import (
     ChannelConfig,
     Content,
@@ -207,30 +207,8 @@ class _Object:
             return None
         if not isinstance(value, Mapping):
             raise _fail(self.at(key), f"expected an object, not {_kind(value)}")
-        frozen: Mapping[str, Any] = _freeze(value)
-        return frozen
-
-
-def _freeze(value: Any) -> Any:
-    """Mappings made read-only, all the way down (lists stay lists)."""
-    if isinstance(value, Mapping):
-        return MappingProxyType({str(k): _freeze(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
-        return [_freeze(v) for v in value]
-    return value
-
-
-def _plain(value: Any) -> Any:
-    """``value`` as plain JSON data: mappings → dicts, sequences → lists, dates → ISO text."""
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set | frozenset):
-        return [_plain(v) for v in value]
-    if isinstance(value, _dt.date | _dt.time):
-        return value.isoformat()
-    if isinstance(value, bytes):
-        return value.decode("utf-8", "replace")
-    return value
+        result: Mapping[str, Any] = frozen(value)
+        return result
 
 
 # --- content parts: to JSON -------------------------------------------------------------
@@ -241,7 +219,7 @@ def _tool_to_json(tool: ToolDescription) -> dict[str, Any]:
     if tool.description:
         out["description"] = tool.description
     if tool.parameters is not None:
-        out["parameters"] = _plain(tool.parameters)
+        out["parameters"] = plain(tool.parameters)
     return out
 
 
@@ -284,7 +262,7 @@ def _developer_to_json(part: DeveloperContent) -> dict[str, Any]:
     if part.response_formats:
         formats: list[dict[str, Any]] = []
         for fmt in part.response_formats:
-            item: dict[str, Any] = {"name": fmt.name, "schema": _plain(fmt.schema)}
+            item: dict[str, Any] = {"name": fmt.name, "schema": plain(fmt.schema)}
             if fmt.description is not None:
                 item["description"] = fmt.description
             formats.append(item)
@@ -638,9 +616,9 @@ def header_to_json(header: TranscriptHeader) -> dict[str, Any]:
     for key in _HEADER_MAPPINGS:
         value = getattr(header, key)
         if value:
-            out[key] = _plain(value)
+            out[key] = plain(value)
     for key, value in header.extra.items():
-        out.setdefault(str(key), _plain(value))
+        out.setdefault(str(key), plain(value))
     return out
 
 
@@ -658,7 +636,7 @@ def header_from_json(value: Any, path: str = "header") -> TranscriptHeader:
         found = obj.mapping(key)
         mappings[key] = MappingProxyType({}) if found is None else found
     known = {"version", "model", *_HEADER_MAPPINGS}
-    extra = {str(k): _freeze(v) for k, v in obj.data.items() if k not in known}
+    extra = {str(k): frozen(v) for k, v in obj.data.items() if k not in known}
     return TranscriptHeader(
         version=str(version),
         model=obj.opt_string("model"),

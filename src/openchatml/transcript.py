@@ -13,6 +13,7 @@ from typing import Any
 
 import yaml
 
+from ._json import plain
 from .errors import Position, TranscriptHeaderError, text_position
 from .messages import TranscriptHeader
 
@@ -59,14 +60,6 @@ def parse_transcript_header(text: str) -> TranscriptHeader:
     )
 
 
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
 def render_transcript_header(header: TranscriptHeader) -> str:
     """YAML text for ``header``, ending in a newline; :func:`parse_transcript_header` reads it back."""
     data: dict[str, Any] = {"version": header.version}
@@ -75,7 +68,7 @@ def render_transcript_header(header: TranscriptHeader) -> str:
     for key in ("generation_settings", "capabilities", "profiles"):
         value = getattr(header, key)
         if value:
-            data[key] = _plain(value)
-    data.update(_plain(header.extra))
+            data[key] = plain(value)
+    data.update(plain(header.extra))
     text: str = yaml.safe_dump(data, sort_keys=False, allow_unicode=True, default_flow_style=False)
     return text
