@@ -154,11 +154,11 @@ def native_conversation_40() -> ocm.Conversation:
 def completion_tokens(rng: random.Random) -> list[int]:
     """A ~20k-token completion that follows ``<|start|>assistant``."""
     msgs = [
-        ocm.Message.assistant(_prose(rng, 7000), channel="analysis"),
+        ocm.Message.assistant(_prose(rng, 9000), channel="analysis"),
         ocm.Message.tool_call("functions.tool_1", json.dumps({"location": "Tokyo, JP"})),
         ocm.Message.tool_result("functions.tool_1", json.dumps({"temperature": 21})),
         ocm.Message.assistant(_prose(rng, 500), channel="analysis"),
-        ocm.Message.assistant(_prose(rng, 5500), channel="final"),
+        ocm.Message.assistant(_prose(rng, 6800), channel="final"),
     ]
     renderer = ocm.Renderer(ocm.RenderConfig(cot=ocm.CoTPolicy.KEEP))
     tokens = renderer.training_tokens(msgs)
