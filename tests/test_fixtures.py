@@ -438,8 +438,10 @@ def test_token_stray_text_and_missing_start() -> None:
     parser.feed_tokens(tokens)
     parser.close()
     assert parser.messages == [Message.user("a"), Message.assistant("x")]
-    assert [r.kind for r in parser.repairs] == [RepairKind.MISSING_START]
-    assert parser.repairs[0].position == Position(tokens.index(CHANNEL_ID), unit="token")
+    # as in strict mode, the first repair is the stray text, where it began
+    assert [r.kind for r in parser.repairs] == [RepairKind.STRAY_TEXT, RepairKind.MISSING_START]
+    assert parser.repairs[0].position == Position(junk_at, unit="token")
+    assert parser.repairs[1].position == Position(tokens.index(CHANNEL_ID), unit="token")
 
 
 def test_token_missing_end() -> None:

@@ -167,7 +167,6 @@ class StreamParser:
         self._state = _HEADER if role is not None else _EXPECT_START
         self._header_ids: list[int] = []
         self._header_text: list[str] = []
-        self._stray_ids: list[int] = []
         self._utf8: codecs.IncrementalDecoder | None = None
         self._n_tokens = 0
         self._buf = ""
@@ -400,50 +399,30 @@ class StreamParser:
             return
         # EXPECT_START
         if token == START_ID:
-            self._drop_stray_ids(enc)
+            self._take_stray()
             self._begin_header()
         elif token in (CHANNEL_ID, MESSAGE_ID):
+            stray = self._take_stray(as_role=True)
             self._problem(
                 UnexpectedTokenError,
                 RepairKind.MISSING_START,
                 f"{special_token_text(token)} without <|start|>",
                 self._tpos(),
             )
-            role = self._implicit_role(enc.decode(self._stray_ids))
-            self._stray_ids.clear()
-            self._begin_header(role)
+            self._begin_header(self._implicit_role(stray))
             if token == MESSAGE_ID:
                 self._start_body("", self._tpos())
             else:
                 self._header_ids.append(token)
         elif token < FIRST_SPECIAL_ID:
             if not enc.token_bytes[token].isspace():
-                if not self._stray_ids and self.strict:
-                    self._problem(
-                        UnexpectedTokenError,
-                        RepairKind.STRAY_TEXT,
-                        f"text {enc.decode([token])!r} where <|start|> was expected",
-                        self._tpos(),
-                    )
-                if len(self._stray_ids) >= MAX_HEADER:
-                    self._drop_stray_ids(enc)
-                self._stray_ids.append(token)
+                self._add_stray(enc.decode([token]), self._tpos())
         else:
+            self._take_stray()
             self._problem(
                 UnexpectedTokenError,
                 RepairKind.STRAY_CONTROL,
                 f"{special_token_text(token)} where <|start|> was expected",
-                self._tpos(),
-            )
-
-    def _drop_stray_ids(self, enc: Encoding) -> None:
-        if self._stray_ids:
-            text = enc.decode(self._stray_ids)
-            self._stray_ids.clear()
-            self._repair(
-                RepairKind.STRAY_TEXT,
-                UnexpectedTokenError.code,
-                f"dropped {text!r} between messages",
                 self._tpos(),
             )
 
@@ -739,12 +718,15 @@ class StreamParser:
             self._prelude_len += len(text)
             return
         lead = len(text) - len(text.lstrip())
-        if lead == len(text):
-            return
+        if lead < len(text):
+            self._add_stray(text, self._cpos(start + lead))
+
+    def _add_stray(self, text: str, at: Position) -> None:
+        """Text between messages (``at``: where it is, if it starts a run)."""
         if self._stray_at is None:
-            self._stray_at = self._cpos(start + lead)
+            self._stray_at = at
             if self.strict:
-                raise UnexpectedTokenError("text between messages", position=self._stray_at)
+                raise UnexpectedTokenError("text between messages", position=at)
         # keep only the tail: a header that lost its <|start|> may follow
         self._stray = (self._stray + text)[-MAX_HEADER:]
 
@@ -944,8 +926,6 @@ class StreamParser:
         where: Position = self._cpos(len(self._buf)) if self._offset or self._buf else self._tpos()
         if state is _EXPECT_START:
             self._take_stray()
-            if self._stray_ids:
-                self._drop_stray_ids(self._load())
             if not self._seen_start:
                 self._end_prelude(where)
         elif state is _HEADER:
