@@ -1,0 +1,8 @@
+"""Tests of the Open Responses layer: ``openapi`` (this folder) is importable."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))

@@ -1,0 +1,85 @@
+"""Validate JSON against the Open Responses OpenAPI document (``shared/specs``).
+
+``validate(instance, "ResponseResource")`` raises ``jsonschema.ValidationError`` when
+``instance`` does not match ``#/components/schemas/ResponseResource``. The document is
+read from the ``shared/specs`` folder beside the repository (or ``$OPENRESPONSES_SPEC``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT202012
+
+_SPEC_NAME = "openresponses-openapi.json"
+
+
+def spec_path() -> Path:
+    """Where the OpenAPI document is."""
+    env = os.environ.get("OPENRESPONSES_SPEC")
+    if env:
+        return Path(env)
+    root = Path(__file__).resolve().parents[2]
+    for candidate in (root / "shared" / "specs", root.parent / "shared" / "specs"):
+        if (candidate / _SPEC_NAME).exists():
+            return candidate / _SPEC_NAME
+    raise FileNotFoundError(f"{_SPEC_NAME} not found beside the repository (set OPENRESPONSES_SPEC)")
+
+
+@functools.cache
+def document() -> dict[str, Any]:
+    """The OpenAPI document."""
+    data: dict[str, Any] = json.loads(spec_path().read_text())
+    return data
+
+
+@functools.cache
+def _registry() -> Registry:
+    resource = Resource.from_contents(document(), default_specification=DRAFT202012)
+    return Registry().with_resource("openresponses", resource)
+
+
+def schema_names() -> list[str]:
+    """Every name under ``#/components/schemas``."""
+    return sorted(document()["components"]["schemas"])
+
+
+def validate(instance: Any, name: str) -> None:
+    """Raise ``jsonschema.ValidationError`` unless ``instance`` matches schema ``name``."""
+    schema = {"$ref": f"openresponses#/components/schemas/{name}"}
+    validator = jsonschema.Draft202012Validator(schema, registry=_registry())
+    error = jsonschema.exceptions.best_match(validator.iter_errors(instance))
+    if error is not None:
+        raise error
+
+
+STREAMING_EVENT_SCHEMAS: dict[str, str] = {}
+"""Event ``type`` → schema name, for every streaming event the document defines."""
+
+
+def _event_schemas() -> dict[str, str]:
+    out: dict[str, str] = {}
+    for name, schema in document()["components"]["schemas"].items():
+        if not name.endswith("StreamingEvent"):
+            continue
+        type_prop = schema.get("properties", {}).get("type", {})
+        value = type_prop.get("const") or (type_prop.get("enum") or [None])[0] or type_prop.get("default")
+        if isinstance(value, str):
+            out[value] = name
+    return out
+
+
+def validate_event(event: dict[str, Any]) -> None:
+    """Validate a streaming event against the schema its ``type`` names."""
+    if not STREAMING_EVENT_SCHEMAS:
+        STREAMING_EVENT_SCHEMAS.update(_event_schemas())
+    name = STREAMING_EVENT_SCHEMAS.get(event.get("type", ""))
+    if name is None:
+        raise jsonschema.ValidationError(f"unknown streaming event type {event.get('type')!r}")
+    validate(event, name)
