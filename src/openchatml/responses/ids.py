@@ -1,0 +1,45 @@
+"""Identifiers of responses and items: a type prefix and 48 random hex digits."""
+
+from __future__ import annotations
+
+import secrets
+
+
+def new_id(prefix: str) -> str:
+    """A fresh id such as ``resp_3f…``: ``prefix``, an underscore, 48 hex digits."""
+    return f"{prefix}_{secrets.token_hex(24)}"
+
+
+def response_id() -> str:
+    """A fresh response id (``resp_…``)."""
+    return new_id("resp")
+
+
+def message_id() -> str:
+    """A fresh message item id (``msg_…``)."""
+    return new_id("msg")
+
+
+def reasoning_id() -> str:
+    """A fresh reasoning item id (``rs_…``)."""
+    return new_id("rs")
+
+
+def function_call_id() -> str:
+    """A fresh function call item id (``fc_…``)."""
+    return new_id("fc")
+
+
+def call_id() -> str:
+    """A fresh tool-call id (``call_…``) tying a call to its output."""
+    return new_id("call")
+
+
+def function_call_output_id() -> str:
+    """A fresh function call output item id (``fco_…``)."""
+    return new_id("fco")
+
+
+def compaction_id() -> str:
+    """A fresh compaction item id (``cmp_…``)."""
+    return new_id("cmp")

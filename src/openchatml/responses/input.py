@@ -1,0 +1,284 @@
+"""Open Responses items → a Harmony :class:`~openchatml.Conversation`.
+
+``build_conversation(request, items, settings=…, sealer=…)`` gives the conversation the
+model samples after:
+
+* a ``system`` message from the server's settings and the request (reasoning effort,
+  knowledge cutoff, current date);
+* a ``developer`` message from ``instructions``, the function ``tools`` (JSON Schema,
+  rendered as TypeScript) and a ``json_schema`` text format (``# Response Formats``);
+* one message per item: user / system / developer messages as they are (system and
+  developer items become developer messages: Harmony has one system message, the
+  server's), assistant messages on ``final`` or, with ``phase: commentary``, on
+  ``commentary``; function calls on ``commentary to=functions.NAME``; their outputs as
+  ``functions.NAME`` tool messages; reasoning items as ``analysis`` (from ``content``,
+  else the sealed ``encrypted_content``, else the summary); compaction items expand to
+  the messages they sealed.
+
+``items`` is everything in order: a previous response's input and output, then the new
+input, with ``item_reference`` already resolved. Which earlier ``analysis`` is rendered
+is the renderer's business (its chain-of-thought policy), not this module's.
+
+A text-only model cannot read images, video or binary files: such content is refused
+with :class:`~.errors.RequestError` (code ``unsupported_content``) rather than silently
+dropped. A file whose ``file_data`` is UTF-8 text is read as text.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import datetime as _dt
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..content import (
+    DEFAULT_IDENTITY,
+    DeveloperContent,
+    ReasoningEffort,
+    ResponseFormat,
+    SystemContent,
+    ToolDescription,
+    ToolNamespaceConfig,
+)
+from ..interchange import InterchangeError, message_from_json
+from ..messages import Conversation, Intent, Message, Role
+from .crypto import Sealer
+from .errors import RequestError
+from .request import ResponseRequest
+
+REASONING_KIND: Final = "reasoning"
+COMPACTION_KIND: Final = "compaction"
+
+_EFFORT: Final = {
+    "none": ReasoningEffort.LOW,
+    "minimal": ReasoningEffort.LOW,
+    "low": ReasoningEffort.LOW,
+    "medium": ReasoningEffort.MEDIUM,
+    "high": ReasoningEffort.HIGH,
+    "xhigh": ReasoningEffort.HIGH,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class PromptSettings:
+    """What the server puts into every system message.
+
+    ``current_date`` ``None`` means today's date (UTC) when the prompt is built.
+    """
+
+    model_identity: str | None = DEFAULT_IDENTITY
+    knowledge_cutoff: str | None = "2024-06"
+    reasoning_effort: ReasoningEffort = ReasoningEffort.MEDIUM
+    current_date: str | None = None
+
+
+def harmony_effort(effort: str | None, default: ReasoningEffort) -> ReasoningEffort:
+    """The Harmony ``Reasoning:`` level for an Open Responses effort (none…xhigh)."""
+    return default if effort is None else _EFFORT[effort]
+
+
+def system_message(request: ResponseRequest, settings: PromptSettings) -> Message:
+    """The system message: identity, knowledge cutoff, date and reasoning effort."""
+    date = settings.current_date or _dt.datetime.now(_dt.UTC).date().isoformat()
+    return Message.system(
+        SystemContent(
+            model_identity=settings.model_identity,
+            reasoning_effort=harmony_effort(request.reasoning_effort, settings.reasoning_effort),
+            conversation_start_date=date,
+            knowledge_cutoff=settings.knowledge_cutoff,
+        )
+    )
+
+
+def _offered_tools(request: ResponseRequest) -> list[ToolDescription]:
+    if request.tool_choice == "none":
+        return []
+    return [
+        ToolDescription(t.name, t.description or "", dict(t.parameters) if t.parameters is not None else None)
+        for t in request.tools
+    ]
+
+
+def developer_message(request: ResponseRequest) -> Message | None:
+    """The developer message (instructions, tools, response format), or ``None`` if empty."""
+    instructions = request.instructions
+    if request.text_format.type == "json_object":
+        note = "Respond with a single JSON object."
+        instructions = f"{instructions}\n\n{note}" if instructions else note
+    tools = _offered_tools(request)
+    formats: tuple[ResponseFormat, ...] = ()
+    fmt = request.text_format
+    if fmt.type == "json_schema" and fmt.name is not None and fmt.schema is not None:
+        formats = (ResponseFormat(fmt.name, dict(fmt.schema), fmt.description),)
+    if not instructions and not tools and not formats:
+        return None
+    namespaces = {"functions": ToolNamespaceConfig("functions", None, tuple(tools))} if tools else None
+    return Message.developer(
+        DeveloperContent(instructions=instructions, tools=namespaces, response_formats=formats)
+    )
+
+
+def _unsupported(param: str, kind: str) -> RequestError:
+    return RequestError(
+        f"This model reads text only: '{kind}' content at '{param}' cannot be given to it. "
+        "Send the content as text (input_text), or a text file as input_file with file_data.",
+        param=param,
+        code="unsupported_content",
+    )
+
+
+def _file_text(part: Mapping[str, Any], param: str) -> str:
+    data = part.get("file_data")
+    if data is None:
+        raise RequestError(
+            f"Files are read from 'file_data' only; this server does not fetch 'file_url' or 'file_id' "
+            f"(at '{param}').",
+            param=param,
+            code="unsupported_content",
+        )
+    payload = data.split(",", 1)[1] if data.startswith("data:") and "," in data else data
+    try:
+        raw = base64.b64decode(payload, validate=True)
+        text = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        raise _unsupported(param, "input_file (binary data)") from None
+    name = part.get("filename")
+    return f"[file: {name}]\n{text}" if name else text
+
+
+def _input_text(parts: Sequence[Mapping[str, Any]], param: str) -> str:
+    texts: list[str] = []
+    for j, part in enumerate(parts):
+        where = f"{param}[{j}]"
+        kind = part["type"]
+        if kind == "input_text":
+            texts.append(part["text"])
+        elif kind == "input_file":
+            texts.append(_file_text(part, where))
+        else:
+            raise _unsupported(where, kind)
+    return "\n".join(texts) if any(p["type"] == "input_file" for p in parts) else "".join(texts)
+
+
+def _assistant_text(parts: Sequence[Mapping[str, Any]]) -> str:
+    return "".join(p["text"] if p["type"] == "output_text" else p.get("refusal", "") for p in parts)
+
+
+def reasoning_text(item: Mapping[str, Any], sealer: Sealer | None, param: str) -> str | None:
+    """The chain of thought a reasoning item carries, or ``None`` when it carries none."""
+    content = item.get("content")
+    if content:
+        return "".join(p["text"] for p in content)
+    sealed = item.get("encrypted_content")
+    if sealed:
+        if sealer is None:
+            raise RequestError(
+                "This server cannot read encrypted_content (no key).",
+                param=param,
+                code="invalid_encrypted_content",
+            )
+        payload = sealer.open(REASONING_KIND, sealed, param=f"{param}.encrypted_content")
+        if not isinstance(payload, dict) or not isinstance(payload.get("text"), str):
+            raise RequestError(
+                "The encrypted reasoning content is malformed.", param=param, code="invalid_encrypted_content"
+            )
+        return str(payload["text"])
+    summary = item.get("summary")
+    if summary:
+        return "\n\n".join(p["text"] for p in summary)
+    return None
+
+
+def compaction_messages(item: Mapping[str, Any], sealer: Sealer | None, param: str) -> list[Message]:
+    """The messages a compaction item sealed."""
+    if sealer is None:
+        raise RequestError(
+            "This server cannot read compaction items (no key).",
+            param=param,
+            code="invalid_encrypted_content",
+        )
+    payload = sealer.open(COMPACTION_KIND, item["encrypted_content"], param=f"{param}.encrypted_content")
+    try:
+        return [message_from_json(m) for m in payload["messages"]]
+    except (InterchangeError, KeyError, TypeError) as exc:
+        raise RequestError(
+            f"The compaction item is malformed: {exc}", param=param, code="invalid_encrypted_content"
+        ) from None
+
+
+def item_messages(
+    items: Sequence[Mapping[str, Any]], *, sealer: Sealer | None = None, param: str = "input"
+) -> list[Message]:
+    """The messages of ``items`` in order (no system or request developer message)."""
+    call_names = {i["call_id"]: i["name"] for i in items if i.get("type") == "function_call"}
+    out: list[Message] = []
+    for index, item in enumerate(items):
+        where = f"{param}[{index}]"
+        out.extend(_item_to_messages(item, where, call_names, sealer))
+    return out
+
+
+def _item_to_messages(
+    item: Mapping[str, Any], param: str, call_names: Mapping[str, str], sealer: Sealer | None
+) -> Iterable[Message]:
+    kind = item["type"]
+    if kind == "message":
+        role = item["role"]
+        if role == "assistant":
+            text = _assistant_text(item["content"])
+            if item.get("phase") == "commentary":
+                return [Message.assistant(text, channel="commentary", intent=Intent.PREAMBLE.value)]
+            return [Message.assistant(text, channel="final")]
+        text = _input_text(item["content"], f"{param}.content")
+        if role == "user":
+            return [Message.user(text)]
+        return [Message.developer(DeveloperContent(instructions=text))]
+    if kind == "function_call":
+        return [Message.tool_call(f"functions.{item['name']}", item["arguments"], call_id=item["call_id"])]
+    if kind == "function_call_output":
+        call = item["call_id"]
+        name = call_names.get(call)
+        if name is None:
+            raise RequestError(
+                f"No tool call found for function call output with call_id {call!r}.",
+                param=f"{param}.call_id",
+                code="invalid_value",
+            )
+        output = item["output"]
+        text = output if isinstance(output, str) else _input_text(output, f"{param}.output")
+        return [Message.tool_result(f"functions.{name}", text, call_id=call)]
+    if kind == "reasoning":
+        thought = reasoning_text(item, sealer, param)
+        return [] if thought is None else [Message.assistant(thought, channel="analysis")]
+    if kind == "compaction":
+        return compaction_messages(item, sealer, param)
+    raise RequestError(f"Item of type {kind!r} at '{param}' cannot be given to the model.", param=param)
+
+
+def build_conversation(
+    request: ResponseRequest,
+    items: Sequence[Mapping[str, Any]],
+    *,
+    settings: PromptSettings | None = None,
+    sealer: Sealer | None = None,
+) -> Conversation:
+    """System message, developer message, then the messages of ``items``.
+
+    Raises :class:`RequestError` for content the model cannot read, a function call
+    output without its call, or sealed content that does not open.
+    """
+    settings = settings or PromptSettings()
+    messages = [system_message(request, settings)]
+    developer = developer_message(request)
+    if developer is not None:
+        messages.append(developer)
+    messages.extend(item_messages(items, sealer=sealer))
+    if not any(m.role is not Role.SYSTEM and m.role is not Role.DEVELOPER for m in messages):
+        raise RequestError(
+            "The request has no input: give 'input' or 'previous_response_id'.",
+            param="input",
+            code="missing_required_parameter",
+        )
+    return Conversation.from_messages(messages)

@@ -1,0 +1,110 @@
+"""One response, end to end without HTTP: conversation → prompt ids → engine → events.
+
+``prepare(...)`` renders the prompt and settles the sampling settings (raising
+:class:`~.errors.RequestError` when the prompt does not fit the context window);
+``run_events(...)`` drives the engine and yields every streaming event, the terminal
+one included. Leaving the iteration early (client gone, cancel) closes the engine's
+stream, which stops generation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..encoding import Encoding
+from ..engines.base import Engine, EngineError, SamplingParams
+from ..messages import Conversation
+from ..render import CoTPolicy, Profile, RenderConfig, Renderer
+from ..tokens import CALL_ID, RETURN_ID
+from .errors import RequestError
+from .request import ResponseRequest
+from .stream import ResponseStream
+
+ENDOFTEXT_ID: Final = 199999
+STOP_IDS: Final = (RETURN_ID, CALL_ID, ENDOFTEXT_ID)
+"""Sampling ends at ``<|return|>``, ``<|call|>`` or ``<|endoftext|>``."""
+
+_RENDER: Final = RenderConfig(profile=Profile.HARMONY, cot=CoTPolicy.DROP_FINISHED)
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A prompt ready to sample: its ids and the sampling settings."""
+
+    prompt: list[int]
+    params: SamplingParams
+
+
+def prepare(
+    request: ResponseRequest,
+    conversation: Conversation,
+    *,
+    context_length: int | None,
+    encoding: Encoding | None = None,
+) -> Prepared:
+    """Prompt ids and sampling settings for ``request``; raises :class:`RequestError`
+    (``context_length_exceeded``) when the prompt leaves no room to answer."""
+    prompt = Renderer(_RENDER, encoding).completion_tokens(conversation)
+    room = None if context_length is None else context_length - len(prompt)
+    if room is not None and room < 1:
+        raise RequestError(
+            f"The input is {len(prompt)} tokens, which does not fit this model's context window of "
+            f"{context_length} tokens.",
+            param="input",
+            code="context_length_exceeded",
+        )
+    limit = request.max_output_tokens
+    if limit is not None and room is not None:
+        limit = min(limit, room)
+    elif limit is None:
+        limit = room
+    params = SamplingParams(
+        max_tokens=limit,
+        temperature=1.0 if request.temperature is None else request.temperature,
+        top_p=1.0 if request.top_p is None else request.top_p,
+        presence_penalty=request.presence_penalty or 0.0,
+        frequency_penalty=request.frequency_penalty or 0.0,
+        stop_token_ids=STOP_IDS,
+        seed=request.seed,
+    )
+    return Prepared(prompt, params)
+
+
+async def run_events(
+    engine: Engine, prepared: Prepared, stream: ResponseStream
+) -> AsyncIterator[dict[str, Any]]:
+    """Every event of the response: ``stream.begin()``, the ones the sampled ids cause,
+    then the terminal one. An :class:`EngineError` ends the response ``failed``."""
+    for event in stream.begin():
+        yield event
+    reason = "length"
+    stop = set(prepared.params.stop_token_ids)
+    error: dict[str, Any] | None = None
+    generation = engine.generate(prepared.prompt, prepared.params)
+    try:
+        async for chunk in generation:
+            for event in stream.feed(chunk):
+                yield event
+            if chunk and chunk[-1] in stop:
+                reason = "stop"
+                break
+    except EngineError as exc:
+        reason = "error"
+        error = {"type": "model_error", "code": "model_error", "message": str(exc), "param": None}
+    finally:
+        await _close(generation)
+    for event in stream.finish(reason, error=error):
+        yield event
+
+
+async def _close(generation: AsyncIterator[list[int]]) -> None:
+    aclose = getattr(generation, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+def cancel_events(stream: ResponseStream) -> Sequence[dict[str, Any]]:
+    """The events that end a response cancelled mid-way."""
+    return stream.finish("cancelled")

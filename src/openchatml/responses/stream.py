@@ -1,0 +1,336 @@
+"""Sampled token ids → Open Responses streaming events (sans-IO).
+
+Theory of operation. A :class:`ResponseStream` owns a lenient
+:class:`~openchatml.StreamParser` started inside ``<|start|>assistant`` and a
+:class:`~.resource.ResponseState`. ``begin()`` gives ``response.created`` and
+``response.in_progress``; ``feed(ids)`` gives the events the ids caused; ``finish(...)``
+closes whatever is open and gives the terminal event. Every event has a
+``sequence_number``, from 0, strictly increasing.
+
+Each message the model writes becomes one output item, by its header:
+
+============================================  =========================================
+header                                        item
+============================================  =========================================
+``to=functions.NAME`` (any recipient)         ``function_call`` (fresh ``call_id``)
+``final`` channel, or none                    ``message``, ``phase: final_answer``
+``commentary`` channel                        ``message``, ``phase: commentary``
+``analysis`` or any other channel             ``reasoning`` (content ``reasoning_text``)
+another role than assistant                   nothing (the model should not write it)
+============================================  =========================================
+
+An item moves through ``_Open.ADDED → _Open.STREAMING → closed``: ``output_item.added``,
+``content_part.added`` (not for function calls), deltas, ``…done``,
+``content_part.done``, ``output_item.done``. A message cut short (``max_output_tokens``,
+cancellation) ends ``incomplete``; so does the response.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from ..encoding import Encoding
+from ..events import ContentDelta, Header, MessageDone, MessageStarted
+from ..messages import Role
+from ..parse import StreamParser
+from . import ids
+from .crypto import Sealer
+from .input import REASONING_KIND
+from .resource import ResponseState, Usage
+
+_FUNCTIONS: Final = "functions."
+
+
+@dataclass(slots=True)
+class _Open:
+    """The item being written: its index in ``output``, kind and text so far."""
+
+    index: int
+    kind: str  # "message" | "reasoning" | "function_call"
+    item: dict[str, Any]
+    parts: list[str] = field(default_factory=list)
+
+
+def item_kind(header: Header) -> str | None:
+    """``message``, ``reasoning``, ``function_call`` or ``None`` (not an output item)."""
+    if header.author.role is not Role.ASSISTANT:
+        return None
+    if header.recipient not in (None, "all"):
+        return "function_call"
+    if header.channel in (None, "final", "commentary"):
+        return "message"
+    return "reasoning"
+
+
+def function_name(recipient: str) -> str:
+    """The function a recipient names: ``functions.get_weather`` → ``get_weather``."""
+    return recipient[len(_FUNCTIONS) :] if recipient.startswith(_FUNCTIONS) else recipient
+
+
+class ResponseStream:
+    """Builds the event stream and the snapshot of one response from sampled ids.
+
+    ``sealer`` seals reasoning into ``encrypted_content`` when the request includes
+    ``reasoning.encrypted_content``; ``prompt_tokens`` is the prompt length, for usage.
+    """
+
+    def __init__(
+        self,
+        state: ResponseState,
+        *,
+        prompt_tokens: int = 0,
+        cached_tokens: int = 0,
+        sealer: Sealer | None = None,
+        encoding: Encoding | None = None,
+    ) -> None:
+        self.state = state
+        self._parser = StreamParser(
+            Role.ASSISTANT, strict=False, check_constraints=False, allow_truncated=True, encoding=encoding
+        )
+        self._seq = 0
+        self._open: _Open | None = None
+        self._sealer = sealer if state.request.wants_encrypted_reasoning else None
+        self._prompt_tokens = prompt_tokens
+        self._cached_tokens = cached_tokens
+        self._output_tokens = 0
+        self._reasoning_tokens = 0
+        self._in_message = 0  # tokens of the message being read
+        self._done_messages = 0
+        self._channels: list[str | None] = []
+        self.finished = False
+
+    # --- events -----------------------------------------------------------------------
+
+    @property
+    def sequence_number(self) -> int:
+        """The number the next event will carry."""
+        return self._seq
+
+    def _event(self, kind: str, **fields: Any) -> dict[str, Any]:
+        event = {"type": kind, "sequence_number": self._seq, **fields}
+        self._seq += 1
+        return event
+
+    def _snapshot_event(self, kind: str) -> dict[str, Any]:
+        return self._event(kind, response=self.state.to_json())
+
+    def begin(self) -> list[dict[str, Any]]:
+        """``response.created`` then ``response.in_progress`` (``response.queued`` first when queued)."""
+        out = []
+        if self.state.status == "queued":
+            out.append(self._snapshot_event("response.created"))
+            out.append(self._snapshot_event("response.queued"))
+            self.state.status = "in_progress"
+            out.append(self._snapshot_event("response.in_progress"))
+            return out
+        out.append(self._snapshot_event("response.created"))
+        out.append(self._snapshot_event("response.in_progress"))
+        return out
+
+    def usage(self) -> Usage:
+        """Token usage so far."""
+        return Usage(
+            input_tokens=self._prompt_tokens,
+            output_tokens=self._output_tokens,
+            reasoning_tokens=self._reasoning_tokens,
+            cached_tokens=self._cached_tokens,
+        )
+
+    # --- tokens in --------------------------------------------------------------------
+
+    def feed(self, token_ids: Iterable[int]) -> list[dict[str, Any]]:
+        """The events caused by more sampled ids."""
+        parser = self._parser
+        for token in token_ids:
+            self._output_tokens += 1
+            self._in_message += 1
+            parser.process(token)
+            if len(parser.messages) != self._done_messages:
+                self._count_finished(parser)
+        return self._translate(parser.events())
+
+    def _count_finished(self, parser: StreamParser) -> None:
+        message = parser.messages[-1]
+        self._done_messages = len(parser.messages)
+        if message.role is Role.ASSISTANT and item_kind(_header_of(message)) == "reasoning":
+            self._reasoning_tokens += self._in_message
+        self._in_message = 0
+
+    def _translate(self, events: Iterable[object]) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for event in events:
+            if isinstance(event, MessageStarted):
+                out += self._start(event.header)
+            elif isinstance(event, ContentDelta):
+                out += self._delta(event.text)
+            elif isinstance(event, MessageDone):
+                out += self._close("completed" if event.terminator is not None else "incomplete")
+        return out
+
+    # --- items ------------------------------------------------------------------------
+
+    def _start(self, header: Header) -> list[dict[str, Any]]:
+        out = self._close("incomplete") if self._open is not None else []
+        kind = item_kind(header)
+        if kind is None:
+            return out
+        index = len(self.state.output)
+        item: dict[str, Any]
+        if kind == "function_call":
+            item = {
+                "id": ids.function_call_id(),
+                "type": "function_call",
+                "status": "in_progress",
+                "call_id": ids.call_id(),
+                "name": function_name(str(header.recipient)),
+                "arguments": "",
+            }
+        elif kind == "message":
+            phase = "commentary" if header.channel == "commentary" else "final_answer"
+            item = {
+                "id": ids.message_id(),
+                "type": "message",
+                "status": "in_progress",
+                "role": "assistant",
+                "content": [],
+                "phase": phase,
+            }
+        else:
+            item = {
+                "id": ids.reasoning_id(),
+                "type": "reasoning",
+                "status": "in_progress",
+                "summary": [],
+                "content": [],
+            }
+        self.state.output.append(item)
+        self._open = _Open(index, kind, item)
+        out.append(self._event("response.output_item.added", output_index=index, item=_copy(item)))
+        if kind == "message" or kind == "reasoning":
+            out.append(self._part_event("response.content_part.added", _text_part(kind, "")))
+        return out
+
+    def _part_event(self, kind: str, part: dict[str, Any]) -> dict[str, Any]:
+        current = self._open
+        assert current is not None
+        return self._event(
+            kind, item_id=current.item["id"], output_index=current.index, content_index=0, part=part
+        )
+
+    def _delta(self, text: str) -> list[dict[str, Any]]:
+        current = self._open
+        if current is None or not text:
+            return []
+        current.parts.append(text)
+        common = {"item_id": current.item["id"], "output_index": current.index}
+        if current.kind == "function_call":
+            return [self._event("response.function_call_arguments.delta", **common, delta=text)]
+        if current.kind == "message":
+            return [
+                self._event("response.output_text.delta", **common, content_index=0, delta=text, logprobs=[])
+            ]
+        return [self._event("response.reasoning.delta", **common, content_index=0, delta=text)]
+
+    def _close(self, status: str) -> list[dict[str, Any]]:
+        current = self._open
+        if current is None:
+            return []
+        self._open = None
+        text = "".join(current.parts)
+        item = current.item
+        common = {"item_id": item["id"], "output_index": current.index}
+        out: list[dict[str, Any]] = []
+        if current.kind == "function_call":
+            item["arguments"] = text
+            out.append(
+                self._event(
+                    "response.function_call_arguments.done", **common, name=item["name"], arguments=text
+                )
+            )
+        else:
+            part = _text_part(current.kind, text)
+            if current.kind == "message":
+                out.append(
+                    self._event(
+                        "response.output_text.done", **common, content_index=0, text=text, logprobs=[]
+                    )
+                )
+            else:
+                out.append(self._event("response.reasoning.done", **common, content_index=0, text=text))
+            out.append(self._event("response.content_part.done", **common, content_index=0, part=dict(part)))
+            item["content"] = [part]
+            if current.kind == "reasoning" and self._sealer is not None:
+                item["encrypted_content"] = self._sealer.seal(REASONING_KIND, {"text": text})
+        item["status"] = status
+        out.append(self._event("response.output_item.done", output_index=current.index, item=_copy(item)))
+        return out
+
+    # --- the end ----------------------------------------------------------------------
+
+    def finish(
+        self,
+        reason: str,
+        *,
+        error: dict[str, Any] | None = None,
+    ) -> list[dict[str, Any]]:
+        """Close the stream: ``reason`` is ``stop`` (a stop token), ``length``
+        (``max_output_tokens``), ``cancelled`` or ``error`` (with the ``error`` payload
+        ``{type, code, message, param}``). Gives the last events, ending in
+        ``response.completed`` / ``.incomplete`` / ``.failed``; cancellation ends in
+        ``response.incomplete`` with the status ``cancelled`` in the snapshot.
+        """
+        if self.finished:
+            return []
+        self.finished = True
+        events = self._parser.close()
+        if len(self._parser.messages) != self._done_messages:
+            self._count_finished(self._parser)
+        out = self._translate(events)
+        cut = reason != "stop"
+        out += self._close("incomplete" if cut else "completed")
+        state = self.state
+        state.usage = self.usage()
+        if reason == "stop":
+            state.finish("completed")
+            out.append(self._snapshot_event("response.completed"))
+        elif reason == "length":
+            state.finish("incomplete", reason="max_output_tokens")
+            out.append(self._snapshot_event("response.incomplete"))
+        elif reason == "cancelled":
+            state.finish("cancelled")
+            out.append(self._snapshot_event("response.incomplete"))
+        else:
+            payload = error or {
+                "type": "server_error",
+                "code": "server_error",
+                "message": "generation failed",
+                "param": None,
+            }
+            out.append(self._event("error", error=payload))
+            state.finish(
+                "failed", error={"code": payload.get("code") or "server_error", "message": payload["message"]}
+            )
+            out.append(self._snapshot_event("response.failed"))
+        return out
+
+
+def _header_of(message: Any) -> Header:
+    return Header(message.author, message.channel, message.recipient, message.content_type)
+
+
+def _text_part(kind: str, text: str) -> dict[str, Any]:
+    if kind == "message":
+        return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    return {"type": "reasoning_text", "text": text}
+
+
+def _copy(item: dict[str, Any]) -> dict[str, Any]:
+    out = dict(item)
+    if "content" in out:
+        out["content"] = [dict(p) for p in out["content"]]
+    return out
+
+
+__all__ = ["ResponseStream", "function_name", "item_kind"]
