@@ -15,11 +15,13 @@ from __future__ import annotations
 import codecs
 import functools
 import json
+import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import IO, Any, Literal, ParamSpec, TypeVar
 
 import click
@@ -465,3 +467,82 @@ def convert(source: str, target: str, lenient: bool, compact: bool) -> None:
 
 
 __all__ = ["main"]
+
+
+@main.command()
+@click.option(
+    "--model",
+    default=None,
+    metavar="NAME|PATH|tiny",
+    help="Model to serve: a hub id, a local folder, or 'tiny' (a random-weight gpt-oss built offline). "
+    "Default: openai/gpt-oss-20b.",
+)
+@click.option("--upstream", metavar="URL", help="Serve through a vLLM / llama.cpp server's /v1/completions.")
+@click.option(
+    "--upstream-api-key", metavar="KEY", envvar="OPENCHATML_UPSTREAM_API_KEY", help="Key for --upstream."
+)
+@click.option(
+    "--served-model-name", metavar="NAME", help="The model id clients use (default: from the model)."
+)
+@click.option("--device", metavar="DEV", help="Device for the transformers engine (cpu, cuda, cuda:1 …).")
+@click.option(
+    "--store",
+    default="sqlite",
+    show_default=True,
+    metavar="SPEC",
+    help="sqlite (in the data directory), sqlite:///PATH, postgresql://… or none.",
+)
+@click.option(
+    "--data-dir", type=click.Path(path_type=Path), help="Data directory (default $OPENCHATML_HOME)."
+)
+@click.option("--host", default="127.0.0.1", show_default=True)
+@click.option("--port", default=8000, show_default=True, type=int)
+@click.option(
+    "--api-key",
+    "api_keys",
+    multiple=True,
+    metavar="KEY",
+    help="Require this bearer key (repeatable; also $OPENCHATML_API_KEYS, comma-separated).",
+)
+@click.option("--rate-limit", type=int, metavar="N", help="Requests per minute per key (429 beyond).")
+@click.option("--max-body-mb", type=float, default=32.0, show_default=True, help="Largest request body.")
+@click.option(
+    "--ttl-days", type=float, default=30.0, show_default=True, help="Stored responses expire after."
+)
+def serve(
+    model: str | None,
+    upstream: str | None,
+    upstream_api_key: str | None,
+    served_model_name: str | None,
+    device: str | None,
+    store: str,
+    data_dir: Path | None,
+    host: str,
+    port: int,
+    api_keys: tuple[str, ...],
+    rate_limit: int | None,
+    max_body_mb: float,
+    ttl_days: float,
+) -> None:
+    """Serve the Open Responses API (/v1/responses: JSON, SSE, WebSocket) over a model."""
+    from .server import ServerConfig
+    from .server import serve as run_server
+    from .server.config import DEFAULT_MODEL, default_home
+
+    env_keys = tuple(k.strip() for k in os.environ.get("OPENCHATML_API_KEYS", "").split(",") if k.strip())
+    config = ServerConfig(
+        model=model or DEFAULT_MODEL,
+        upstream=upstream,
+        upstream_api_key=upstream_api_key,
+        device=device,
+        store=store,
+        home=data_dir or default_home(),
+        host=host,
+        port=port,
+        api_keys=api_keys + env_keys,
+        requests_per_minute=rate_limit,
+        max_body_bytes=int(max_body_mb * 1024 * 1024),
+        ttl_seconds=int(ttl_days * 86400) if ttl_days > 0 else None,
+        served_name=served_model_name,
+    )
+    sys.exit(run_server(config))

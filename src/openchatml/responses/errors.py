@@ -63,6 +63,7 @@ class RateLimitError(APIError):
     status = 429
     type = "too_many_requests"
     default_code = "rate_limit_exceeded"
+    retry_after: int = 1
 
 
 class PayloadTooLargeError(APIError):

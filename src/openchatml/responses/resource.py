@@ -7,6 +7,7 @@ every required field present, settings echoed with their effective values.
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -77,7 +78,7 @@ class ResponseState:
             "model": self.model,
             "previous_response_id": req.previous_response_id,
             "instructions": req.instructions,
-            "output": self.output,
+            "output": copy.deepcopy(self.output),
             "error": self.error,
             "tools": [t.to_json() for t in req.tools],
             "tool_choice": req.tool_choice,

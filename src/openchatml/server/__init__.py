@@ -1,0 +1,83 @@
+"""The Open Responses server: ``openchatml serve``.
+
+``build(config)`` opens the engine and store a :class:`~.config.ServerConfig` names and
+returns the ASGI app; ``serve(config)`` runs it with uvicorn until interrupted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+
+from fastapi import FastAPI
+
+from ..responses.crypto import Sealer
+from ..responses.input import PromptSettings
+from .app import Limits, create_app
+from .auth import KeyChecker
+from .config import ConfigError, ServerConfig, open_engine, open_store, sealing_key
+from .service import ResponseService, ServiceSettings
+
+__all__ = ["ConfigError", "ServerConfig", "build", "serve"]
+
+
+async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda line: None) -> FastAPI:
+    """The app for ``config``: engine loaded, store opened (unfinished responses of a
+    previous run marked failed, expired ones evicted). Raises :class:`ConfigError`."""
+    say(f"loading model {config.model if not config.upstream else config.upstream} …")
+    engine = await open_engine(config)
+    store = open_store(config)
+    if store is not None:
+        await store.open()
+        interrupted = await store.interrupt_unfinished()
+        evicted = await store.evict(int(time.time()))
+        if interrupted or evicted:
+            say(f"store: {interrupted} unfinished response(s) marked failed, {evicted} expired removed")
+    service = ResponseService(
+        engine,
+        store,
+        sealer=Sealer(sealing_key(config.home)),
+        settings=ServiceSettings(prompt=PromptSettings(), ttl_seconds=config.ttl_seconds),
+    )
+
+    async def shutdown() -> None:
+        await engine.aclose()
+        if store is not None:
+            await store.close()
+
+    return create_app(
+        service,
+        keys=KeyChecker(config.api_keys),
+        limits=Limits(config.max_body_bytes, config.requests_per_minute),
+        on_shutdown=shutdown,
+    )
+
+
+def serve(config: ServerConfig) -> int:
+    """Run the server until interrupted; the exit status."""
+    import uvicorn
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    async def main() -> int:
+        try:
+            app = await build(config, say=say)
+        except ConfigError as exc:
+            say(f"error: {exc}")
+            return 2
+        info = app.state.service.engine.info
+        store = app.state.service.store
+        where = f"{info.engine}, {info.device}" if info.device else info.engine
+        keys = ", API keys required" if config.api_keys else ""
+        say(
+            f"openchatml serving {info.id} ({where}) on http://{config.host}:{config.port}/v1/responses"
+            f" — store: {store if store is not None else 'none'}{keys}"
+        )
+        server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="warning"))
+        await server.serve()
+        return 0
+
+    return asyncio.run(main())

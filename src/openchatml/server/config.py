@@ -1,0 +1,143 @@
+"""``openchatml serve``'s settings, and building an app from them.
+
+:class:`ServerConfig` holds every option; :func:`open_engine` loads the engine it names
+(``tiny``, a local folder or hub id through transformers, or an upstream
+``/v1/completions`` server); :func:`open_store` the store (SQLite file, PostgreSQL URL,
+or none); :func:`sealing_key` the key that seals ``encrypted_content`` (from the
+environment, a file, or created once in the data directory).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Final
+
+from ..engines.base import Engine, EngineError
+from ..responses.crypto import KEY_BYTES, new_key
+from .store.base import Store
+from .store.sqlite import SQLiteStore
+
+DEFAULT_MODEL: Final = "openai/gpt-oss-20b"
+TINY: Final = "tiny"
+KEY_ENV: Final = "OPENCHATML_SECRET_KEY"
+
+
+def default_home() -> Path:
+    """The data directory: ``$OPENCHATML_HOME`` or ``~/.cache/openchatml``."""
+    env = os.environ.get("OPENCHATML_HOME")
+    return Path(env) if env else Path.home() / ".cache" / "openchatml"
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Everything ``openchatml serve`` can be told."""
+
+    model: str = DEFAULT_MODEL
+    upstream: str | None = None
+    upstream_api_key: str | None = None
+    device: str | None = None
+    store: str = "sqlite"
+    home: Path = field(default_factory=default_home)
+    host: str = "127.0.0.1"
+    port: int = 8000
+    api_keys: tuple[str, ...] = ()
+    requests_per_minute: int | None = None
+    max_body_bytes: int = 32 * 1024 * 1024
+    ttl_seconds: int | None = 30 * 24 * 3600
+    served_name: str | None = None
+
+    @property
+    def engine_name(self) -> str:
+        """``upstream`` or ``transformers``."""
+        return "upstream" if self.upstream else "transformers"
+
+
+class ConfigError(Exception):
+    """The configuration cannot be served; the message says what to pass instead."""
+
+
+async def open_engine(config: ServerConfig) -> Engine:
+    """The engine ``config`` names. Raises :class:`ConfigError` with a one-line hint."""
+    if config.upstream:
+        from ..engines.upstream import UpstreamEngine
+
+        try:
+            return await UpstreamEngine.connect(
+                config.upstream, model=config.served_name, api_key=config.upstream_api_key
+            )
+        except EngineError as exc:
+            raise ConfigError(f"cannot reach the upstream engine at {config.upstream}: {exc}") from None
+    from ..engines.transformers import TransformersEngine
+
+    model: str | Path = config.model
+    name = config.served_name
+    if config.model == TINY:
+        from ..engines.tiny import ensure_tiny_model
+
+        model = ensure_tiny_model(config.home)
+        name = name or TINY
+    try:
+        return TransformersEngine.load(model, device=config.device, model_id=name)
+    except EngineError as exc:
+        hint = (
+            f"cannot load model {config.model!r}: {exc}. Pass --model tiny for an offline smoke test, "
+            "--model PATH for a local model folder, or --upstream URL to serve through a vLLM or "
+            "llama.cpp server."
+        )
+        raise ConfigError(hint) from None
+
+
+def open_store(config: ServerConfig) -> Store | None:
+    """The store ``config.store`` names: ``sqlite`` (in the data directory), ``sqlite:///PATH``,
+    ``postgresql://…``, or ``none``."""
+    spec = config.store
+    if spec == "none":
+        return None
+    if spec == "sqlite":
+        return SQLiteStore(config.home / "responses.sqlite3")
+    if spec.startswith("sqlite:///"):
+        return SQLiteStore(spec[len("sqlite:///") :])
+    if spec.startswith(("postgresql://", "postgres://")):
+        from .store.postgres import PostgresStore
+
+        return PostgresStore(spec)
+    raise ConfigError(f"unknown store {spec!r}: use sqlite, sqlite:///PATH, postgresql://… or none")
+
+
+def sealing_key(home: Path) -> bytes:
+    """The key sealing ``encrypted_content``: ``$OPENCHATML_SECRET_KEY`` (64 hex digits or
+    base64 of 32 bytes) when set, else ``HOME/secret.key``, created (mode 0600) when missing.
+    Servers sharing a store must share this key."""
+    env = os.environ.get(KEY_ENV)
+    if env:
+        return _decode_key(env.strip(), KEY_ENV)
+    path = home / "secret.key"
+    if path.exists():
+        return _decode_key(path.read_text().strip(), str(path))
+    home.mkdir(parents=True, exist_ok=True)
+    key = new_key()
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(key.hex())
+    try:
+        os.link(tmp, path)  # atomic: a concurrent first start keeps the first key
+    except FileExistsError:
+        tmp.unlink()
+        return _decode_key(path.read_text().strip(), str(path))
+    tmp.unlink()
+    return key
+
+
+def _decode_key(text: str, where: str) -> bytes:
+    try:
+        raw = bytes.fromhex(text) if len(text) == 2 * KEY_BYTES else base64.b64decode(text, validate=True)
+    except (ValueError, binascii.Error):
+        raise ConfigError(f"the key in {where} is neither hex nor base64") from None
+    if len(raw) != KEY_BYTES:
+        raise ConfigError(f"the key in {where} must be {KEY_BYTES} bytes, got {len(raw)}")
+    return raw

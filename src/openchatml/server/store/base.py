@@ -1,0 +1,105 @@
+"""The response store: what a server keeps of each stored response.
+
+A :class:`StoredResponse` is the response snapshot, the input items it was given and the
+key that owns it; output items live in the snapshot. ``owner`` scopes every read: a
+response is visible only to the key that created it. ``history`` walks a
+``previous_response_id`` chain oldest first and gives ``input + output`` of each link,
+so a new request sees ``previous.input + previous.output + input``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(slots=True)
+class StoredResponse:
+    """One stored response: snapshot, input items, owner and expiry."""
+
+    id: str
+    owner: str
+    response: dict[str, Any]
+    input_items: list[dict[str, Any]] = field(default_factory=list)
+    expires_at: int | None = None
+
+    @property
+    def status(self) -> str:
+        """The response's status."""
+        return str(self.response.get("status", ""))
+
+    @property
+    def previous_response_id(self) -> str | None:
+        """The response this one continued, if any."""
+        value = self.response.get("previous_response_id")
+        return str(value) if value else None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemPage:
+    """One page of items: the items, their first and last ids, and whether more follow."""
+
+    data: list[dict[str, Any]]
+    has_more: bool
+
+    def to_json(self) -> dict[str, Any]:
+        """The list object of ``GET …/input_items``."""
+        return {
+            "object": "list",
+            "data": self.data,
+            "first_id": self.data[0]["id"] if self.data else None,
+            "last_id": self.data[-1]["id"] if self.data else None,
+            "has_more": self.has_more,
+        }
+
+
+class Store(Protocol):
+    """Where responses live. Every method is safe to call from the event loop."""
+
+    async def open(self) -> None:
+        """Create tables if needed."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections."""
+        ...
+
+    async def create(self, record: StoredResponse) -> None:
+        """Store a new response with its input items."""
+        ...
+
+    async def update(self, response: dict[str, Any]) -> None:
+        """Replace the snapshot (status, output, usage) of a stored response."""
+        ...
+
+    async def get(self, response_id: str, owner: str) -> StoredResponse | None:
+        """The response, if it exists and belongs to ``owner``."""
+        ...
+
+    async def delete(self, response_id: str, owner: str) -> bool:
+        """Delete it with its items; ``False`` if there was nothing of ``owner``'s to delete."""
+        ...
+
+    async def input_items(
+        self, response_id: str, owner: str, *, after: str | None, limit: int, order: str
+    ) -> ItemPage | None:
+        """A page of the response's input items (``order`` ``asc`` or ``desc``), or ``None``."""
+        ...
+
+    async def history(self, response_id: str, owner: str) -> list[dict[str, Any]] | None:
+        """``input + output`` of every response of the chain ending at ``response_id``,
+        oldest first; ``None`` if that response is not ``owner``'s."""
+        ...
+
+    async def find_items(self, item_ids: Sequence[str], owner: str) -> dict[str, dict[str, Any]]:
+        """Input or output items of ``owner``'s responses by id (for ``item_reference``)."""
+        ...
+
+    async def interrupt_unfinished(self) -> int:
+        """Mark responses left ``queued`` / ``in_progress`` by a dead server as failed; how many."""
+        ...
+
+    async def evict(self, now: int) -> int:
+        """Delete responses whose expiry passed; how many."""
+        ...

@@ -1,0 +1,332 @@
+"""The store over SQL: the tables and queries SQLite and PostgreSQL share.
+
+Two tables: ``responses`` (snapshot JSON, owner, expiry) and ``items`` (input and output
+items by position, indexed by item id for ``item_reference``). One connection per store,
+used from a worker thread under a lock, so the event loop never waits on the database.
+Subclasses say how to connect and how to begin a write transaction; queries are written
+with ``?`` placeholders and translated by :meth:`SQLStore._sql`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Any, Final, Protocol, TypeVar
+
+import orjson
+
+from .base import ItemPage, StoredResponse
+
+T = TypeVar("T")
+
+SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS responses (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER,
+    status TEXT NOT NULL,
+    previous_id TEXT,
+    body TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS responses_expiry ON responses (expires_at);
+CREATE INDEX IF NOT EXISTS responses_status ON responses (status);
+CREATE TABLE IF NOT EXISTS items (
+    response_id TEXT NOT NULL REFERENCES responses (id) ON DELETE CASCADE,
+    role TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    item_id TEXT NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (response_id, role, position)
+);
+CREATE INDEX IF NOT EXISTS items_by_id ON items (item_id);
+"""
+
+MAX_CHAIN: Final = 10_000
+"""The longest ``previous_response_id`` chain followed."""
+
+UNFINISHED: Final = ("queued", "in_progress")
+
+
+def _dump(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+class Connection(Protocol):
+    """What the store needs of a DB-API connection in autocommit mode."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ..., /) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+class SQLStore:
+    """:class:`~.base.Store` over one SQL connection; see the subclasses."""
+
+    begin: str = "BEGIN"
+    placeholder: str = "?"
+
+    def __init__(self) -> None:
+        self._conn: Connection | None = None
+        self._lock = threading.Lock()
+
+    def _connect(self) -> Connection:
+        raise NotImplementedError
+
+    def _sql(self, sql: str) -> str:
+        return sql if self.placeholder == "?" else sql.replace("?", self.placeholder)
+
+    def _x(self, conn: Connection, sql: str, params: Sequence[Any] = ()) -> Any:
+        return conn.execute(self._sql(sql), tuple(params))
+
+    async def _run(self, fn: Callable[[Connection], T]) -> T:
+        def call() -> T:
+            with self._lock:
+                if self._conn is None:
+                    self._conn = self._connect()
+                return fn(self._conn)
+
+        return await asyncio.to_thread(call)
+
+    def _transaction(self, conn: Connection) -> _Transaction:
+        return _Transaction(conn, self.begin)
+
+    def _write_items(
+        self, conn: Connection, response_id: str, role: str, items: Sequence[dict[str, Any]]
+    ) -> None:
+        for i, item in enumerate(items):
+            self._x(
+                conn,
+                "INSERT INTO items (response_id, role, position, item_id, body) VALUES (?, ?, ?, ?, ?)",
+                (response_id, role, i, str(item.get("id", "")), _dump(item)),
+            )
+
+    async def open(self) -> None:
+        """Connect and create the tables."""
+        await self._run(lambda conn: None)
+
+    async def close(self) -> None:
+        """Close the connection."""
+
+        def shut(conn: Connection) -> None:
+            conn.close()
+            self._conn = None
+
+        if self._conn is not None:
+            await self._run(shut)
+
+    async def create(self, record: StoredResponse) -> None:
+        """Insert the response and its input and output items in one transaction."""
+
+        def write(conn: Connection) -> None:
+            body = record.response
+            with self._transaction(conn):
+                self._x(
+                    conn,
+                    "INSERT INTO responses (id, owner, created_at, expires_at, status, previous_id, body) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        record.id,
+                        record.owner,
+                        int(body.get("created_at") or time.time()),
+                        record.expires_at,
+                        record.status,
+                        record.previous_response_id,
+                        _dump(body),
+                    ),
+                )
+                self._write_items(conn, record.id, "input", record.input_items)
+                self._write_items(conn, record.id, "output", body.get("output") or [])
+
+        await self._run(write)
+
+    async def update(self, response: dict[str, Any]) -> None:
+        """Replace the snapshot and the output items."""
+
+        def write(conn: Connection) -> None:
+            with self._transaction(conn):
+                self._x(
+                    conn,
+                    "UPDATE responses SET status = ?, body = ? WHERE id = ?",
+                    (response["status"], _dump(response), response["id"]),
+                )
+                self._x(
+                    conn, "DELETE FROM items WHERE response_id = ? AND role = 'output'", (response["id"],)
+                )
+                self._write_items(conn, response["id"], "output", response.get("output") or [])
+
+        await self._run(write)
+
+    async def get(self, response_id: str, owner: str) -> StoredResponse | None:
+        """The response if ``owner`` may see it."""
+
+        def read(conn: Connection) -> StoredResponse | None:
+            row = self._x(
+                conn,
+                "SELECT body, expires_at FROM responses WHERE id = ? AND owner = ?",
+                (response_id, owner),
+            ).fetchone()
+            if row is None:
+                return None
+            items = [
+                orjson.loads(r[0])
+                for r in self._x(
+                    conn,
+                    "SELECT body FROM items WHERE response_id = ? AND role = 'input' ORDER BY position",
+                    (response_id,),
+                )
+            ]
+            return StoredResponse(response_id, owner, orjson.loads(row[0]), items, row[1])
+
+        return await self._run(read)
+
+    async def delete(self, response_id: str, owner: str) -> bool:
+        """Delete the response and its items."""
+
+        def write(conn: Connection) -> bool:
+            with self._transaction(conn):
+                cur = self._x(conn, "DELETE FROM responses WHERE id = ? AND owner = ?", (response_id, owner))
+                return cur.rowcount > 0
+
+        return await self._run(write)
+
+    async def input_items(
+        self, response_id: str, owner: str, *, after: str | None, limit: int, order: str
+    ) -> ItemPage | None:
+        """A page of input items after the item ``after`` (exclusive), in ``order``."""
+
+        def read(conn: Connection) -> ItemPage | None:
+            if (
+                self._x(
+                    conn, "SELECT 1 FROM responses WHERE id = ? AND owner = ?", (response_id, owner)
+                ).fetchone()
+                is None
+            ):
+                return None
+            desc = order == "desc"
+            rows = self._x(
+                conn,
+                "SELECT position, item_id, body FROM items WHERE response_id = ? AND role = 'input' "
+                f"ORDER BY position {'DESC' if desc else 'ASC'}",
+                (response_id,),
+            ).fetchall()
+            start = 0
+            if after is not None:
+                start = next((i + 1 for i, r in enumerate(rows) if r[1] == after), len(rows))
+            page = rows[start : start + limit]
+            return ItemPage([orjson.loads(r[2]) for r in page], start + limit < len(rows))
+
+        return await self._run(read)
+
+    async def history(self, response_id: str, owner: str) -> list[dict[str, Any]] | None:
+        """Input and output items of the chain ending at ``response_id``, oldest first."""
+
+        def read(conn: Connection) -> list[dict[str, Any]] | None:
+            chain = self._x(
+                conn,
+                "WITH RECURSIVE chain(id, previous_id, depth) AS ("
+                " SELECT id, previous_id, 0 FROM responses WHERE id = ? AND owner = ?"
+                " UNION ALL SELECT r.id, r.previous_id, c.depth + 1 FROM responses r"
+                " JOIN chain c ON r.id = c.previous_id WHERE r.owner = ? AND c.depth < ?)"
+                " SELECT id FROM chain ORDER BY depth DESC",
+                (response_id, owner, owner, MAX_CHAIN),
+            ).fetchall()
+            if not chain:
+                return None
+            out: list[dict[str, Any]] = []
+            for (rid,) in chain:
+                for role in ("input", "output"):
+                    out += [
+                        orjson.loads(r[0])
+                        for r in self._x(
+                            conn,
+                            "SELECT body FROM items WHERE response_id = ? AND role = ? ORDER BY position",
+                            (rid, role),
+                        )
+                    ]
+            return out
+
+        return await self._run(read)
+
+    async def find_items(self, item_ids: Sequence[str], owner: str) -> dict[str, dict[str, Any]]:
+        """Items of ``owner``'s responses by id."""
+
+        def read(conn: Connection) -> dict[str, dict[str, Any]]:
+            found: dict[str, dict[str, Any]] = {}
+            for item_id in set(item_ids):
+                row = self._x(
+                    conn,
+                    "SELECT i.body FROM items i JOIN responses r ON r.id = i.response_id "
+                    "WHERE i.item_id = ? AND r.owner = ? LIMIT 1",
+                    (item_id, owner),
+                ).fetchone()
+                if row is not None:
+                    found[item_id] = orjson.loads(row[0])
+            return found
+
+        return await self._run(read)
+
+    async def interrupt_unfinished(self) -> int:
+        """Mark responses a dead server left unfinished as ``failed``."""
+
+        def write(conn: Connection) -> int:
+            rows = self._x(
+                conn, "SELECT id, body FROM responses WHERE status IN (?, ?)", UNFINISHED
+            ).fetchall()
+            with self._transaction(conn):
+                for rid, raw in rows:
+                    body = interrupted(orjson.loads(raw))
+                    self._x(
+                        conn,
+                        "UPDATE responses SET status = ?, body = ? WHERE id = ?",
+                        (body["status"], _dump(body), rid),
+                    )
+            return len(rows)
+
+        return await self._run(write)
+
+    async def evict(self, now: int) -> int:
+        """Delete responses whose ``expires_at`` is before ``now``."""
+
+        def write(conn: Connection) -> int:
+            with self._transaction(conn):
+                cur = self._x(
+                    conn, "DELETE FROM responses WHERE expires_at IS NOT NULL AND expires_at < ?", (now,)
+                )
+                return cur.rowcount
+
+        return await self._run(write)
+
+
+def interrupted(body: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot of a response the server died in the middle of: ``failed``, with its
+    open items marked ``incomplete``."""
+    body = dict(body)
+    body["status"] = "failed"
+    body["error"] = {
+        "code": "server_restarted",
+        "message": "The server stopped before this response finished.",
+    }
+    output = []
+    for item in body.get("output") or []:
+        if item.get("status") == "in_progress":
+            item = {**item, "status": "incomplete"}
+        output.append(item)
+    body["output"] = output
+    return body
+
+
+class _Transaction:
+    """``BEGIN`` … ``COMMIT`` (``ROLLBACK`` on error) on an autocommit connection."""
+
+    def __init__(self, conn: Connection, begin: str) -> None:
+        self.conn = conn
+        self.begin = begin
+
+    def __enter__(self) -> None:
+        self.conn.execute(self.begin)
+
+    def __exit__(self, kind: object, value: object, tb: object) -> None:
+        self.conn.execute("COMMIT" if kind is None else "ROLLBACK")

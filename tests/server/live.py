@@ -1,0 +1,141 @@
+"""Server test helpers: a scripted engine, and a live server on loopback.
+
+``ScriptedEngine`` plays back the token ids of assistant messages written with the
+codec (so a test knows exactly what the model "said"); ``LiveServer`` runs the real app
+under uvicorn in a thread, for the official ``openai`` SDK and raw HTTP clients.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+import threading
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+
+from openchatml import Message, Renderer
+from openchatml.engines.base import ModelInfo, SamplingParams
+from openchatml.responses.crypto import Sealer
+from openchatml.server.app import create_app
+from openchatml.server.service import ResponseService, ServiceSettings
+from openchatml.server.store.sqlite import SQLiteStore
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "responses"))
+
+KEY = bytes(range(32))
+
+
+def completion(*messages: Message) -> list[int]:
+    """The ids a model samples to say ``messages`` after ``<|start|>assistant``."""
+    renderer = Renderer()
+    ids: list[int] = []
+    for message in messages:
+        ids += renderer.message_tokens(message)
+    if messages and not messages[-1].is_tool_call:
+        ids[-1] = 200002  # <|return|> ends a final answer
+    return ids[2:]  # the prompt already holds <|start|>assistant
+
+
+class ScriptedEngine:
+    """An engine that samples a script: ``script(prompt)`` gives the ids to play back."""
+
+    def __init__(
+        self,
+        script: Callable[[Sequence[int]], list[int]] | list[int],
+        *,
+        chunk: int = 3,
+        delay: float = 0.0,
+        context_length: int = 8192,
+    ) -> None:
+        self.script = script if callable(script) else (lambda prompt, ids=list(script): ids)
+        self.chunk = chunk
+        self.delay = delay
+        self.prompts: list[list[int]] = []
+        self.params: list[SamplingParams] = []
+        self.cancelled = 0
+        self._info = ModelInfo(id="scripted-model", context_length=context_length, engine="scripted")
+
+    @property
+    def info(self) -> ModelInfo:
+        return self._info
+
+    async def generate(self, prompt: Sequence[int], params: SamplingParams) -> AsyncIterator[list[int]]:
+        self.prompts.append(list(prompt))
+        self.params.append(params)
+        ids = self.script(prompt)
+        if params.max_tokens is not None:
+            ids = ids[: params.max_tokens]
+        finished = False
+        try:
+            for start in range(0, len(ids), self.chunk):
+                if self.delay:
+                    await asyncio.sleep(self.delay)
+                piece = ids[start : start + self.chunk]
+                stop = next((i for i, t in enumerate(piece) if t in params.stop_token_ids), None)
+                if stop is not None:
+                    yield piece[: stop + 1]
+                    break
+                yield piece
+            finished = True
+        finally:
+            if not finished:
+                self.cancelled += 1
+
+    async def aclose(self) -> None:
+        return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LiveServer:
+    """The app under uvicorn in a thread, on a free loopback port."""
+
+    def __init__(self, service: ResponseService, **app_options: Any) -> None:
+        self.service = service
+        self.app = create_app(service, **app_options)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._server = uvicorn.Server(
+            uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
+        )
+        self._thread = threading.Thread(target=self._server.run, daemon=True)
+
+    def __enter__(self) -> LiveServer:
+        self._thread.start()
+        deadline = time.monotonic() + 20
+        while not self._server.started:
+            if time.monotonic() > deadline or not self._thread.is_alive():
+                raise RuntimeError("the server did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=20)
+
+    def client(self, api_key: str = "none", **options: Any) -> Any:
+        """The official openai SDK pointed at this server."""
+        import openai
+
+        return openai.OpenAI(base_url=f"{self.url}/v1", api_key=api_key, max_retries=0, **options)
+
+    def http(self, **options: Any) -> httpx.Client:
+        """A raw HTTP client."""
+        return httpx.Client(base_url=self.url, timeout=30, **options)
+
+
+def make_service(
+    engine: Any, store_path: Path | None = None, *, settings: ServiceSettings | None = None
+) -> ResponseService:
+    store = SQLiteStore(store_path) if store_path is not None else None
+    return ResponseService(engine, store, sealer=Sealer(KEY), settings=settings)

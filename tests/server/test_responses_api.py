@@ -1,0 +1,394 @@
+"""The HTTP API end to end: the official openai SDK and raw HTTP against a live server.
+
+The engine plays a script of Harmony messages, so every test knows what the model said;
+every JSON body and every streamed event is validated against the Open Responses schema.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+import httpx
+import openai
+import pytest
+from live import ScriptedEngine, completion
+from openapi import validate, validate_event
+
+from openchatml import Message, load_encoding
+from openchatml.server.app import Limits
+
+THINK = Message.assistant("The user greets me.", channel="analysis")
+ANSWER = Message.assistant("Hello there!", channel="final")
+CALL = Message.tool_call("functions.get_weather", '{"city": "Paris"}')
+WEATHER_TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Weather in a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+
+
+def sse_events(text: str) -> list[dict[str, Any]]:
+    """Parse an SSE body; checks ``event:`` equals ``type`` and the ``[DONE]`` end."""
+    blocks = [b for b in text.split("\n\n") if b]
+    assert blocks[-1] == "data: [DONE]"
+    events = []
+    for block in blocks[:-1]:
+        lines = block.split("\n")
+        assert len(lines) == 2 and lines[0].startswith("event: ") and lines[1].startswith("data: ")
+        event = json.loads(lines[1][len("data: ") :])
+        assert event["type"] == lines[0][len("event: ") :]
+        events.append(event)
+    return events
+
+
+def check_stream(events: list[dict[str, Any]]) -> None:
+    """Schema-valid events, numbered from 0, one terminal event at the end."""
+    for n, event in enumerate(events):
+        validate_event(event)
+        assert event["sequence_number"] == n
+    assert events[0]["type"] == "response.created"
+    assert events[-1]["type"] in ("response.completed", "response.incomplete", "response.failed")
+
+
+def lifecycle(events: list[dict[str, Any]], index: int) -> list[str]:
+    """The event types of output item ``index``, runs of deltas shown once."""
+    kinds = [e["type"] for e in events if e.get("output_index") == index]
+    return [k for n, k in enumerate(kinds) if not (k.endswith(".delta") and n and kinds[n - 1] == k)]
+
+
+def prompt_text(engine: ScriptedEngine, index: int = -1) -> str:
+    return load_encoding().decode(engine.prompts[index])
+
+
+def test_create_json_and_sdk(serve: Any) -> None:
+    engine = ScriptedEngine(completion(THINK, ANSWER))
+    server = serve(engine)
+    with server.http() as http:
+        body = http.post("/v1/responses", json={"model": "scripted-model", "input": "hi"}).json()
+    validate(body, "ResponseResource")
+    assert body["status"] == "completed"
+    assert [i["type"] for i in body["output"]] == ["reasoning", "message"]
+    assert body["output"][0]["content"] == [{"type": "reasoning_text", "text": "The user greets me."}]
+    assert body["output"][1]["content"][0]["text"] == "Hello there!"
+    assert body["output"][1]["phase"] == "final_answer"
+    usage = body["usage"]
+    assert usage["input_tokens"] == len(engine.prompts[0])
+    assert usage["output_tokens"] == len(completion(THINK, ANSWER))
+    assert 0 < usage["output_tokens_details"]["reasoning_tokens"] < usage["output_tokens"]
+    assert "<|start|>user<|message|>hi<|end|><|start|>assistant" in prompt_text(engine)
+
+    response = server.client().responses.create(model="scripted-model", input="hi", instructions="Be brief.")
+    assert response.output_text == "Hello there!"
+    assert response.instructions == "Be brief."
+    assert "# Instructions\n\nBe brief." in prompt_text(engine)
+
+
+def test_stream_sse_lifecycle(serve: Any) -> None:
+    engine = ScriptedEngine(completion(THINK, ANSWER), chunk=1)
+    server = serve(engine)
+    with server.http() as http:
+        reply = http.post("/v1/responses", json={"model": "scripted-model", "input": "hi", "stream": True})
+    assert reply.headers["content-type"].startswith("text/event-stream")
+    events = sse_events(reply.text)
+    check_stream(events)
+    kinds = [e["type"] for e in events]
+    assert kinds[:2] == ["response.created", "response.in_progress"]
+    assert kinds[-1] == "response.completed"
+    assert lifecycle(events, 0) == [
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.reasoning.delta",
+        "response.reasoning.done",
+        "response.content_part.done",
+        "response.output_item.done",
+    ]
+    assert lifecycle(events, 1) == [
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+    ]
+    assert sum(e["type"] == "response.output_text.delta" for e in events) > 1
+    text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+    reasoning = "".join(e["delta"] for e in events if e["type"] == "response.reasoning.delta")
+    assert (text, reasoning) == ("Hello there!", "The user greets me.")
+    assert events[-1]["response"]["output"][1]["content"][0]["text"] == "Hello there!"
+
+    with server.client().responses.stream(model="scripted-model", input="hi") as stream:
+        deltas = [e.delta for e in stream if e.type == "response.output_text.delta"]
+        final = stream.get_final_response()
+    assert "".join(deltas) == "Hello there!" == final.output_text
+
+
+def test_function_call_round_trip(serve: Any) -> None:
+    turns = iter([completion(THINK, CALL), completion(ANSWER), completion(ANSWER)])
+    engine = ScriptedEngine(lambda prompt: next(turns))
+    server = serve(engine)
+    client = server.client()
+    first = client.responses.create(model="scripted-model", input="Weather in Paris?", tools=[WEATHER_TOOL])
+    call = first.output[-1]
+    assert call.type == "function_call" and call.name == "get_weather"
+    assert json.loads(call.arguments) == {"city": "Paris"}
+    assert call.call_id.startswith("call_")
+    assert "type get_weather = (_: {\n// ...\ncity: string,\n}) => any;" not in prompt_text(engine)
+    assert "type get_weather" in prompt_text(engine)
+    second = client.responses.create(
+        model="scripted-model",
+        previous_response_id=first.id,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": '{"temp": 21}'}],
+        tools=[WEATHER_TOOL],
+    )
+    assert second.output_text == "Hello there!"
+    assert second.previous_response_id == first.id
+    text = prompt_text(engine)
+    # the turn is not finished (it ended in a tool call): its analysis is kept
+    assert "<|channel|>analysis<|message|>The user greets me.<|end|>" in text
+    assert (
+        'to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{"city": "Paris"}<|call|>'
+        in text
+    )
+    assert (
+        '<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>{"temp": 21}<|end|>'
+        in text
+    )
+    third = client.responses.create(model="scripted-model", previous_response_id=second.id, input="Thanks!")
+    assert third.status == "completed"
+    # a finished turn's chain of thought is dropped from later prompts
+    assert "The user greets me." not in prompt_text(engine)
+
+
+def test_retrieve_delete_input_items(serve: Any) -> None:
+    server = serve(ScriptedEngine(completion(ANSWER)))
+    client = server.client()
+    items = [{"type": "message", "role": "user", "content": f"message {i}"} for i in range(5)]
+    created = client.responses.create(model="scripted-model", input=items)
+    got = client.responses.retrieve(created.id)
+    assert got.id == created.id and got.output_text == "Hello there!"
+    page = client.responses.input_items.list(created.id, limit=2, order="asc")
+    assert [i.content[0].text for i in page.data] == ["message 0", "message 1"]
+    assert page.has_more
+    everything = [i.content[0].text for i in client.responses.input_items.list(created.id, order="asc")]
+    assert everything == [f"message {i}" for i in range(5)]
+    newest = client.responses.input_items.list(created.id, limit=1)
+    assert newest.data[0].content[0].text == "message 4"
+    with server.http() as http:
+        listing = http.get(
+            f"/v1/responses/{created.id}/input_items", params={"after": page.data[-1].id}
+        ).json()
+    assert listing["object"] == "list" and listing["first_id"] == listing["data"][0]["id"]
+    client.responses.delete(created.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.retrieve(created.id)
+    with pytest.raises(openai.NotFoundError):
+        client.responses.delete(created.id)
+
+
+def test_replay_stream_of_stored_response(serve: Any) -> None:
+    server = serve(ScriptedEngine(completion(THINK, ANSWER)))
+    with server.http() as http:
+        created = http.post("/v1/responses", json={"model": "scripted-model", "input": "hi"}).json()
+        replay = http.get(f"/v1/responses/{created['id']}", params={"stream": "true"})
+        events = sse_events(replay.text)
+        check_stream(events)
+        assert events[-1]["response"] == created
+        later = sse_events(
+            http.get(f"/responses/{created['id']}", params={"stream": "true", "starting_after": 3}).text
+        )
+    assert [e["sequence_number"] for e in later] == list(range(4, len(events)))
+
+
+def test_errors_are_typed(serve: Any) -> None:
+    server = serve(ScriptedEngine(completion(ANSWER)), limits=Limits(max_body_bytes=4096))
+    with server.http() as http:
+        cases = [
+            (
+                http.post(
+                    "/v1/responses", content=b"{not json", headers={"content-type": "application/json"}
+                ),
+                400,
+                "invalid_json",
+                None,
+            ),
+            (
+                http.post("/v1/responses", json={"model": "scripted-model", "input": "x", "bogus": 1}),
+                400,
+                "unknown_parameter",
+                "bogus",
+            ),
+            (
+                http.post("/v1/responses", json={"model": "scripted-model", "input": [{"type": "message"}]}),
+                400,
+                "invalid_value",
+                "input[0].role",
+            ),
+            (
+                http.post("/v1/responses", json={"model": "scripted-model", "temperature": 9, "input": "x"}),
+                400,
+                "invalid_value",
+                "temperature",
+            ),
+            (
+                http.post("/v1/responses", json={"model": "nope", "input": "x"}),
+                404,
+                "model_not_found",
+                "model",
+            ),
+            (
+                http.post(
+                    "/v1/responses", json={"model": "scripted-model", "previous_response_id": "resp_x"}
+                ),
+                404,
+                "previous_response_not_found",
+                "previous_response_id",
+            ),
+            (
+                http.post("/v1/responses", json={"model": "scripted-model", "input": "x" * 5000}),
+                413,
+                "request_too_large",
+                None,
+            ),
+            (
+                http.post(
+                    "/v1/responses",
+                    json={
+                        "model": "scripted-model",
+                        "input": [
+                            {
+                                "role": "user",
+                                "content": [{"type": "input_image", "image_url": "https://x/y.png"}],
+                            }
+                        ],
+                    },
+                ),
+                400,
+                "unsupported_content",
+                "input[0].content[0]",
+            ),
+            (
+                http.post(
+                    "/v1/responses",
+                    json={
+                        "model": "scripted-model",
+                        "input": [{"type": "function_call_output", "call_id": "call_1", "output": "x"}],
+                    },
+                ),
+                400,
+                "invalid_value",
+                "input[0].call_id",
+            ),
+            (http.get("/v1/responses/resp_missing"), 404, "not_found", "response_id"),
+        ]
+    for reply, status, code, param in cases:
+        assert reply.status_code == status, reply.text
+        error = reply.json()["error"]
+        assert set(error) == {"message", "type", "param", "code"}
+        assert (error["code"], error["param"]) == (code, param), error
+        assert error["message"]
+
+
+def test_keys_scope_responses_and_rate_limit(serve: Any) -> None:
+    server = serve(
+        ScriptedEngine(completion(ANSWER)), keys=["key-a", "key-b"], limits=Limits(requests_per_minute=3)
+    )
+    with pytest.raises(openai.AuthenticationError):
+        server.client(api_key="wrong").responses.create(model="scripted-model", input="hi")
+    a, b = server.client(api_key="key-a"), server.client(api_key="key-b")
+    created = a.responses.create(model="scripted-model", input="hi")
+    assert a.responses.retrieve(created.id).id == created.id
+    with pytest.raises(openai.NotFoundError):
+        b.responses.retrieve(created.id)
+    with pytest.raises(openai.NotFoundError):
+        b.responses.create(model="scripted-model", input="more", previous_response_id=created.id)
+    a.responses.retrieve(created.id)  # key-a's third request this minute: the last one allowed
+    with pytest.raises(openai.RateLimitError) as caught:
+        a.responses.retrieve(created.id)
+    b.models.list()  # another key has its own bucket
+    assert caught.value.response.headers["retry-after"].isdigit()
+
+
+def test_max_output_tokens_gives_incomplete(serve: Any) -> None:
+    server = serve(ScriptedEngine(completion(THINK, ANSWER)))
+    with server.http() as http:
+        body = http.post(
+            "/v1/responses",
+            json={"model": "scripted-model", "input": "hi", "max_output_tokens": 16, "stream": True},
+        ).text
+    events = sse_events(body)
+    check_stream(events)
+    final = events[-1]
+    assert final["type"] == "response.incomplete"
+    assert final["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
+    assert final["response"]["output"][-1]["status"] == "incomplete"
+    assert final["response"]["usage"]["output_tokens"] == 16
+
+
+def test_background_poll_and_cancel(serve: Any) -> None:
+    slow = completion(THINK, ANSWER) * 1
+    engine = ScriptedEngine(slow, chunk=1, delay=0.05)
+    server = serve(engine)
+    client = server.client()
+    queued = client.responses.create(model="scripted-model", input="hi", background=True)
+    assert queued.status in ("queued", "in_progress")
+    deadline = time.monotonic() + 20
+    while client.responses.retrieve(queued.id).status not in ("completed", "failed", "incomplete"):
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert client.responses.retrieve(queued.id).output_text == "Hello there!"
+
+    engine.delay = 0.5
+    running = client.responses.create(model="scripted-model", input="hi", background=True)
+    cancelled = client.responses.cancel(running.id)
+    assert cancelled.status == "cancelled"
+    assert client.responses.retrieve(running.id).status == "cancelled"
+    assert engine.cancelled >= 1
+    with pytest.raises(openai.ConflictError):
+        client.responses.cancel(queued.id)
+
+
+def test_client_disconnect_stops_generation(serve: Any) -> None:
+    engine = ScriptedEngine(completion(THINK, ANSWER) * 20, chunk=1, delay=0.02)
+    server = serve(engine)
+    with (
+        httpx.Client(base_url=server.url, timeout=30) as http,
+        http.stream(
+            "POST", "/v1/responses", json={"model": "scripted-model", "input": "hi", "stream": True}
+        ) as reply,
+    ):
+        for line in reply.iter_lines():
+            if "reasoning.delta" in line:
+                break
+    deadline = time.monotonic() + 10
+    while engine.cancelled == 0:
+        assert time.monotonic() < deadline, "generation went on after the client left"
+        time.sleep(0.02)
+
+
+def test_restart_keeps_state_and_fails_unfinished(serve: Any, tmp_path: Any) -> None:
+    path = tmp_path / "restart.sqlite3"
+    first = serve(ScriptedEngine(completion(ANSWER)), store=path)
+    done = first.client().responses.create(model="scripted-model", input="hi")
+    first.__exit__()
+    second = serve(ScriptedEngine(completion(ANSWER)), store=path)
+    again = second.client().responses.retrieve(done.id)
+    assert again.output_text == "Hello there!"
+    assert [i.content[0].text for i in second.client().responses.input_items.list(done.id)] == ["hi"]
+
+
+def test_models_health_metrics(serve: Any) -> None:
+    server = serve(ScriptedEngine(completion(ANSWER)))
+    models = server.client().models.list()
+    assert [m.id for m in models.data] == ["scripted-model"]
+    with server.http() as http:
+        assert http.get("/health").json()["status"] == "ok"
+        http.post("/v1/responses", json={"model": "scripted-model", "input": "hi"})
+        metrics = http.get("/metrics").text
+        count = http.post(
+            "/v1/responses/input_tokens", json={"model": "scripted-model", "input": "hi"}
+        ).json()
+    assert 'openchatml_responses_total{status="completed"} 1.0' in metrics
+    assert count["object"] == "response.input_tokens" and count["input_tokens"] > 10
