@@ -392,3 +392,58 @@ def test_models_health_metrics(serve: Any) -> None:
         ).json()
     assert 'openchatml_responses_total{status="completed"} 1.0' in metrics
     assert count["object"] == "response.input_tokens" and count["input_tokens"] > 10
+
+
+def test_websocket_mode(serve: Any) -> None:
+    from websockets.sync.client import connect
+
+    engine = ScriptedEngine(completion(THINK, ANSWER))
+    server = serve(engine)
+    with connect(server.url.replace("http", "ws") + "/v1/responses") as ws:
+
+        def turn(message: dict[str, Any]) -> list[dict[str, Any]]:
+            ws.send(json.dumps(message))
+            events = []
+            while not events or events[-1]["type"] not in ("response.completed", "response.failed", "error"):
+                events.append(json.loads(ws.recv(timeout=20)))
+            return events
+
+        first = turn({"type": "response.create", "model": "scripted-model", "input": "hi", "store": False})
+        check_stream(first)
+        response_id = first[-1]["response"]["id"]
+        second = turn(
+            {
+                "type": "response.create",
+                "model": "scripted-model",
+                "input": "again",
+                "store": False,
+                "previous_response_id": response_id,
+            }
+        )
+        check_stream(second)
+        assert "<|start|>user<|message|>hi<|end|>" in prompt_text(engine)
+        assert "<|channel|>final<|message|>Hello there!<|end|>" in prompt_text(engine)
+        error = turn({"type": "response.create", "model": "scripted-model", "input": "x", "stream": True})
+        validate(error[-1], "WebSocketErrorEvent")
+        assert error[-1]["status"] == 400 and error[-1]["error"]["param"] == "stream"
+    with server.http() as http:  # store: false kept nothing
+        assert http.get(f"/v1/responses/{response_id}").status_code == 404
+
+
+def test_background_stream_from_cursor(serve: Any) -> None:
+    engine = ScriptedEngine(completion(THINK, ANSWER), chunk=1, delay=0.02)
+    server = serve(engine)
+    with server.http() as http:
+        created = http.post(
+            "/v1/responses", json={"model": "scripted-model", "input": "hi", "background": True}
+        ).json()
+        validate(created, "ResponseResource")
+        assert created["status"] == "queued" and created["background"] is True
+        live = sse_events(http.get(f"/v1/responses/{created['id']}", params={"stream": "true"}).text)
+        tail = sse_events(
+            http.get(f"/v1/responses/{created['id']}", params={"stream": "true", "starting_after": 5}).text
+        )
+    check_stream(live)
+    assert [e["type"] for e in live[:3]] == ["response.created", "response.queued", "response.in_progress"]
+    assert tail == live[6:]
+    assert live[-1]["response"]["output"][-1]["content"][0]["text"] == "Hello there!"
