@@ -56,8 +56,8 @@ def test_items_become_messages() -> None:
     assert "<|start|>assistant<|channel|>analysis<|message|>Use the tool.<|end|>" in text
     assert "<|start|>assistant<|channel|>commentary<|message|>Let me check.<|end|>" in text
     assert (
-        "<|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json<|message|>{}<|call|>"
-        in text
+        "<|start|>assistant to=functions.get_weather<|channel|>commentary <|constrain|>json"
+        "<|message|>{}<|call|>" in text
     )
     assert "<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>sunny<|end|>" in text
 
@@ -100,7 +100,7 @@ def test_reasoning_from_sealed_content_and_summary() -> None:
 
 
 def test_text_files_are_read_images_refused() -> None:
-    data = base64.b64encode("col1,col2\n1,2".encode()).decode()
+    data = base64.b64encode(b"col1,col2\n1,2").decode()
     part = {"type": "input_file", "filename": "t.csv", "file_data": data}
     text = prompt({"input": [{"role": "user", "content": [{"type": "input_text", "text": "Sum:"}, part]}]})
     assert "Sum:\n[file: t.csv]\ncol1,col2\n1,2" in text

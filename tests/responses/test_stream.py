@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from hypothesis import given
@@ -32,7 +33,7 @@ def run(
     stream = ResponseStream(ResponseState("resp_1", request, "m"), prompt_tokens=7, sealer=SEALER)
     events = stream.begin()
     cuts = [0, *(chunks or []), len(ids)]
-    for a, b in zip(cuts, cuts[1:], strict=False):
+    for a, b in itertools.pairwise(cuts):
         events += stream.feed(ids[a:b])
     return events + stream.finish(reason)
 
