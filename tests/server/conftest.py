@@ -12,7 +12,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "responses"))
 
-from live import LiveServer, make_service
+from live import LiveServer, free_port, make_service
+from pg import PostgresServer, ensure_binaries
 
 from openchatml.server.app import Limits
 from openchatml.server.auth import KeyChecker
@@ -32,8 +33,8 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., LiveServer]]:
         store: Path | bool | None = True,
         settings: ServiceSettings | None = None,
     ) -> LiveServer:
-        path = tmp_path / "store.sqlite3" if store is True else (store or None)
-        service = make_service(engine, path if isinstance(path, Path) else None, settings=settings)
+        backend = tmp_path / "store.sqlite3" if store is True else (store or None)
+        service = make_service(engine, backend, settings=settings)
         server = LiveServer(service, keys=KeyChecker(keys), limits=limits)
         servers.append(server.__enter__())
         return server
@@ -41,3 +42,27 @@ def serve(tmp_path: Path) -> Iterator[Callable[..., LiveServer]]:
     yield start
     for server in servers:
         server.__exit__()
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A real PostgreSQL server, started once per session."""
+    bin_dir = ensure_binaries()
+    if bin_dir is None:
+        pytest.skip("PostgreSQL is not installed (Debian package 'postgresql') and cannot be installed here")
+    server = PostgresServer(bin_dir, free_port()).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
+    """The URL of a fresh, empty database on the session's PostgreSQL server."""
+    import uuid
+
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(postgres_server.url, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}")
+    yield postgres_server.url.rsplit("/", 1)[0] + "/" + name

@@ -135,7 +135,14 @@ class LiveServer:
 
 
 def make_service(
-    engine: Any, store_path: Path | None = None, *, settings: ServiceSettings | None = None
+    engine: Any, store: Path | str | None = None, *, settings: ServiceSettings | None = None
 ) -> ResponseService:
-    store = SQLiteStore(store_path) if store_path is not None else None
-    return ResponseService(engine, store, sealer=Sealer(KEY), settings=settings)
+    """A service over ``engine`` with a SQLite file (a path), a PostgreSQL URL, or no store."""
+    backend: Any = None
+    if isinstance(store, Path):
+        backend = SQLiteStore(store)
+    elif isinstance(store, str):
+        from openchatml.server.store.postgres import PostgresStore
+
+        backend = PostgresStore(store)
+    return ResponseService(engine, backend, sealer=Sealer(KEY), settings=settings)

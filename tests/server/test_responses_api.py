@@ -368,15 +368,37 @@ def test_client_disconnect_stops_generation(serve: Any) -> None:
         time.sleep(0.02)
 
 
-def test_restart_keeps_state_and_fails_unfinished(serve: Any, tmp_path: Any) -> None:
-    path = tmp_path / "restart.sqlite3"
-    first = serve(ScriptedEngine(completion(ANSWER)), store=path)
-    done = first.client().responses.create(model="scripted-model", input="hi")
-    first.__exit__()
-    second = serve(ScriptedEngine(completion(ANSWER)), store=path)
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store_url(request: Any, tmp_path: Any) -> Any:
+    """Where a store lives: a SQLite file, or a fresh database on a real PostgreSQL server."""
+    if request.param == "sqlite":
+        return tmp_path / "restart.sqlite3"
+    return request.getfixturevalue("postgres_url")
+
+
+def test_restart_keeps_state_and_fails_unfinished(serve: Any, store_url: Any) -> None:
+    first = serve(ScriptedEngine(completion(THINK, ANSWER)), store=store_url)
+    client = first.client()
+    done = client.responses.create(model="scripted-model", input="hi", tools=[WEATHER_TOOL])
+    first.service.engine.delay = 5.0
+    first.service.engine.chunk = 1
+    running = client.responses.create(model="scripted-model", input="slow", background=True)
+    first.service.engine.delay = 0.0
+    first.__exit__()  # the server stops with a response still running
+
+    second = serve(ScriptedEngine(completion(ANSWER)), store=store_url)
     again = second.client().responses.retrieve(done.id)
-    assert again.output_text == "Hello there!"
+    assert again.output_text == "Hello there!" and again.tools[0].name == "get_weather"
     assert [i.content[0].text for i in second.client().responses.input_items.list(done.id)] == ["hi"]
+    with second.http() as http:
+        left = http.get(f"/v1/responses/{running.id}").json()
+    validate(left, "ResponseResource")
+    assert left["status"] in ("failed", "cancelled")
+    chained = second.client().responses.create(
+        model="scripted-model", input="more", previous_response_id=done.id
+    )
+    assert chained.previous_response_id == done.id
+    assert "<|start|>user<|message|>hi<|end|>" in prompt_text(second.service.engine)
 
 
 def test_models_health_metrics(serve: Any) -> None:
