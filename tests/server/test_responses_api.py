@@ -469,3 +469,27 @@ def test_background_stream_from_cursor(serve: Any) -> None:
     assert [e["type"] for e in live[:3]] == ["response.created", "response.queued", "response.in_progress"]
     assert tail == live[6:]
     assert live[-1]["response"]["output"][-1]["content"][0]["text"] == "Hello there!"
+
+
+def test_compact_then_continue(serve: Any) -> None:
+    engine = ScriptedEngine(completion(THINK, ANSWER))
+    server = serve(engine)
+    with server.http() as http:
+        first = http.post("/v1/responses", json={"model": "scripted-model", "input": "Remember 42."}).json()
+        compacted = http.post(
+            "/v1/responses/compact", json={"model": "scripted-model", "previous_response_id": first["id"]}
+        ).json()
+        validate(compacted, "CompactResource")
+        item = compacted["output"][-1]
+        assert item["type"] == "compaction" and "42" not in item["encrypted_content"]
+        http.post(
+            "/v1/responses",
+            json={"model": "scripted-model", "input": [item, {"role": "user", "content": "?"}]},
+        )
+        tampered = {**item, "encrypted_content": item["encrypted_content"][:-4] + "AAAA"}
+        bad = http.post("/v1/responses", json={"model": "scripted-model", "input": [tampered]})
+    text = prompt_text(engine)
+    assert "<|start|>user<|message|>Remember 42.<|end|>" in text
+    assert "<|channel|>final<|message|>Hello there!<|end|>" in text
+    assert "The user greets me." not in text  # finished chain of thought is not kept
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == "invalid_encrypted_content"
