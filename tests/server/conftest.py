@@ -66,3 +66,13 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
     with psycopg.connect(postgres_server.url, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}")
     yield postgres_server.url.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture(scope="session")
+def tiny_engine(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The in-process transformers engine over a tiny random-weight gpt-oss (built once)."""
+    from openchatml.engines.tiny import ensure_tiny_model
+    from openchatml.engines.transformers import TransformersEngine
+
+    folder = ensure_tiny_model(tmp_path_factory.mktemp("home"))
+    return TransformersEngine.load(folder, model_id="tiny", device="cpu")

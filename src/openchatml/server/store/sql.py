@@ -188,7 +188,7 @@ class SQLStore:
         def write(conn: Connection) -> bool:
             with self._transaction(conn):
                 cur = self._x(conn, "DELETE FROM responses WHERE id = ? AND owner = ?", (response_id, owner))
-                return cur.rowcount > 0
+                return bool(cur.rowcount > 0)
 
         return await self._run(write)
 
@@ -295,7 +295,7 @@ class SQLStore:
                 cur = self._x(
                     conn, "DELETE FROM responses WHERE expires_at IS NOT NULL AND expires_at < ?", (now,)
                 )
-                return cur.rowcount
+                return int(cur.rowcount)
 
         return await self._run(write)
 
