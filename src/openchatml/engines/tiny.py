@@ -1,0 +1,222 @@
+"""A tiny random-weight gpt-oss model with the real o200k_harmony tokenizer, for tests.
+
+:func:`ensure_tiny_model` builds it once, offline and in seconds, into
+``$OPENCHATML_HOME/models/tiny-gpt-oss``: a normal Hugging Face folder (``config.json``,
+``model.safetensors``, ``tokenizer.json``, ``tokenizer_config.json``,
+``generation_config.json``) that ``transformers`` and vLLM load like any gpt-oss
+checkpoint. Its token ids are exactly those of :func:`openchatml.load_encoding`; what it
+says is noise, but the same noise for the same seed.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any, Final
+
+from ..encoding import O200K_PATTERN, o200k_base_bytes
+from ..tokens import CALL_ID, FIRST_SPECIAL_ID, RETURN_ID, special_token_text
+from .base import EngineError
+
+TINY_MODEL_NAME: Final = "tiny-gpt-oss"
+"""The folder name of the tiny model under ``$OPENCHATML_HOME/models``."""
+
+VOCAB_SIZE: Final = 201088
+"""gpt-oss's vocabulary: o200k_base (0–199997) and the Harmony specials (199998–201087)."""
+
+STARTOFTEXT_ID: Final = 199998
+ENDOFTEXT_ID: Final = 199999
+EOS_TOKEN_IDS: Final = (RETURN_ID, CALL_ID, ENDOFTEXT_ID)
+"""``<|return|>``, ``<|call|>`` and ``<|endoftext|>``: the generation config's eos ids."""
+
+CONTEXT_LENGTH: Final = 4096
+
+_RECIPE: Final = 1
+_STAMP: Final = "openchatml-tiny.json"
+_INSTALL_HINT: Final = "the tiny model needs torch and transformers: pip install 'openchatml[transformers]'"
+
+_ROPE_SCALING: Final[dict[str, Any]] = {
+    "rope_type": "yarn",
+    "factor": 32.0,
+    "beta_fast": 32.0,
+    "beta_slow": 1.0,
+    "truncate": False,
+    "original_max_position_embeddings": CONTEXT_LENGTH // 32,
+}
+_ROPE_THETA: Final = 150000.0
+
+
+def _home(home: Path | None) -> Path:
+    if home is not None:
+        return Path(home)
+    env = os.environ.get("OPENCHATML_HOME")
+    return Path(env) if env else Path.home() / ".cache" / "openchatml"
+
+
+def tiny_model_dir(home: Path | None = None, *, seed: int = 0) -> Path:
+    """Where the tiny model for ``seed`` lives: ``<home>/models/tiny-gpt-oss`` (seed 0) or
+    ``…/tiny-gpt-oss-seed<N>``; ``home`` defaults to ``$OPENCHATML_HOME`` or
+    ``~/.cache/openchatml``. Nothing is built."""
+    name = TINY_MODEL_NAME if seed == 0 else f"{TINY_MODEL_NAME}-seed{seed}"
+    return _home(home) / "models" / name
+
+
+def ensure_tiny_model(home: Path | None = None, *, seed: int = 0) -> Path:
+    """Build the tiny model for ``seed`` unless it is already there; return its folder.
+
+    The folder is built aside and renamed into place, so a reader never sees half a model
+    and racing processes end with one complete copy. Raises :class:`EngineError` when
+    torch or transformers is missing, ``OSError`` when the folder cannot be written.
+    """
+    target = tiny_model_dir(home, seed=seed)
+    if _is_current(target, seed):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
+    try:
+        build_tiny_model(work, seed=seed)
+        _install(work, target, seed)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return target
+
+
+def build_tiny_model(folder: Path, *, seed: int = 0) -> None:
+    """Write the tiny model for ``seed`` into the existing empty ``folder``.
+
+    Prefer :func:`ensure_tiny_model`, which caches it. Raises :class:`EngineError` when
+    torch or transformers is missing.
+    """
+    try:
+        import torch
+        import transformers
+    except ImportError as exc:
+        raise EngineError(_INSTALL_HINT) from exc
+    hf: Any = transformers
+
+    config = hf.GptOssConfig(
+        vocab_size=VOCAB_SIZE,
+        hidden_size=64,
+        intermediate_size=64,
+        head_dim=64,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        sliding_window=128,
+        max_position_embeddings=CONTEXT_LENGTH,
+        rope_parameters={**_ROPE_SCALING, "rope_theta": _ROPE_THETA},
+        bos_token_id=STARTOFTEXT_ID,
+        eos_token_id=RETURN_ID,
+        pad_token_id=ENDOFTEXT_ID,
+        tie_word_embeddings=False,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = hf.GptOssForCausalLM(config)
+        with torch.no_grad():
+            model.get_input_embeddings().weight.normal_(0.0, 1.0)
+    model = model.to(torch.bfloat16)
+    model.generation_config = hf.GenerationConfig(
+        bos_token_id=STARTOFTEXT_ID, eos_token_id=list(EOS_TOKEN_IDS), pad_token_id=ENDOFTEXT_ID
+    )
+    bars = hf.utils.logging.is_progress_bar_enabled()
+    hf.utils.logging.disable_progress_bar()
+    try:
+        model.save_pretrained(folder)
+    finally:
+        if bars:
+            hf.utils.logging.enable_progress_bar()
+    _write_legacy_rope(folder / "config.json")
+    _write_tokenizer(folder)
+    (folder / _STAMP).write_text(json.dumps({"recipe": _RECIPE, "seed": seed}) + "\n")
+    folder.chmod(0o755)
+
+
+def _write_legacy_rope(path: Path) -> None:
+    """Spell RoPE as the released gpt-oss config does, which every reader understands."""
+    config = json.loads(path.read_text())
+    config.pop("rope_parameters", None)
+    config["rope_scaling"] = dict(_ROPE_SCALING)
+    config["rope_theta"] = _ROPE_THETA
+    path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+
+
+def _write_tokenizer(folder: Path) -> None:
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    ranks: dict[bytes, int] = {}
+    for line in o200k_base_bytes().splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+
+    class _Converter(TikTokenConverter):
+        @staticmethod
+        def load_tiktoken_bpe(tiktoken_url: str) -> dict[bytes, int]:
+            return ranks
+
+    specials = [special_token_text(i) for i in range(FIRST_SPECIAL_ID, VOCAB_SIZE)]
+    converter = _Converter(vocab_file="", pattern=O200K_PATTERN, extra_special_tokens=specials)  # type: ignore[no-untyped-call]
+    tokenizer = converter.converted()
+    if tokenizer.get_vocab_size() != VOCAB_SIZE:  # pragma: no cover - guards the id layout
+        raise EngineError(f"tiny tokenizer has {tokenizer.get_vocab_size()} ids, expected {VOCAB_SIZE}")
+    tokenizer.save(str(folder / "tokenizer.json"))
+    named = {
+        "bos_token": special_token_text(STARTOFTEXT_ID),
+        "eos_token": special_token_text(RETURN_ID),
+        "pad_token": special_token_text(ENDOFTEXT_ID),
+    }
+    added = {
+        str(i): {
+            "content": text,
+            "lstrip": False,
+            "normalized": False,
+            "rstrip": False,
+            "single_word": False,
+            "special": True,
+        }
+        for i, text in enumerate(specials, start=FIRST_SPECIAL_ID)
+    }
+    tokenizer_config = {
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        **named,
+        "model_max_length": CONTEXT_LENGTH,
+        "clean_up_tokenization_spaces": False,
+        "model_input_names": ["input_ids", "attention_mask"],
+        "added_tokens_decoder": added,
+    }
+    (folder / "tokenizer_config.json").write_text(json.dumps(tokenizer_config, indent=2) + "\n")
+    (folder / "special_tokens_map.json").write_text(json.dumps(named, indent=2) + "\n")
+
+
+def _is_current(folder: Path, seed: int) -> bool:
+    try:
+        stamp = json.loads((folder / _STAMP).read_text())
+    except (OSError, ValueError):
+        return False
+    return isinstance(stamp, dict) and stamp.get("recipe") == _RECIPE and stamp.get("seed") == seed
+
+
+def _install(work: Path, target: Path, seed: int) -> None:
+    """Rename ``work`` to ``target``; a current ``target`` (a racing build) is kept, a stale one replaced."""
+    for _ in range(3):
+        try:
+            work.rename(target)
+            return
+        except OSError:
+            if _is_current(target, seed):
+                return
+        stale = target.with_name(f".{target.name}.{uuid.uuid4().hex}.stale")
+        try:
+            target.rename(stale)
+        except FileNotFoundError:
+            continue
+        shutil.rmtree(stale, ignore_errors=True)
+    raise OSError(f"could not install the tiny model at {target}")
