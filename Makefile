@@ -11,10 +11,12 @@ $(BIN)/openchatml: pyproject.toml
 	$(BIN)/python -m pip install -q -e '.[test]'
 	touch $@
 
-# The main job: render the example conversation to Harmony text, then parse it back.
+# The main job: serve the Open Responses API over a tiny random-weight gpt-oss, built
+# offline on first use (pass MODEL=… for a real one: a hub id or a local folder).
+MODEL ?= tiny
+PORT  ?= 8000
 run: $(BIN)/openchatml
-	$(BIN)/openchatml render examples/weather.json --format text
-	$(BIN)/openchatml render examples/weather.json --format text | $(BIN)/openchatml parse - --profile harmony
+	$(BIN)/openchatml serve --model $(MODEL) --port $(PORT)
 
 lint: $(BIN)/openchatml
 	$(BIN)/ruff check src tests bench

@@ -83,10 +83,10 @@ async def open_engine(config: ServerConfig) -> Engine:
     try:
         return TransformersEngine.load(model, device=config.device, model_id=name)
     except EngineError as exc:
+        reason = str(exc).splitlines()[0].rstrip(".")
         hint = (
-            f"cannot load model {config.model!r}: {exc}. Pass --model tiny for an offline smoke test, "
-            "--model PATH for a local model folder, or --upstream URL to serve through a vLLM or "
-            "llama.cpp server."
+            f"{reason}. Pass --model tiny for an offline smoke test, --model PATH for a local model "
+            "folder, or --upstream URL to serve through a vLLM or llama.cpp server."
         )
         raise ConfigError(hint) from None
 
