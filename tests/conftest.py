@@ -41,3 +41,9 @@ def encoding() -> Any:
     from openchatml import load_encoding
 
     return load_encoding()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "vllm: needs a real vLLM (CPU) server; runs only with OPENCHATML_TEST_VLLM=1"
+    )

