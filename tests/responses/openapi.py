@@ -2,7 +2,7 @@
 
 ``validate(instance, "ResponseResource")`` raises ``jsonschema.ValidationError`` when
 ``instance`` does not match ``#/components/schemas/ResponseResource``. The document is
-read from the ``shared/specs`` folder beside the repository (or ``$OPENRESPONSES_SPEC``).
+read from this folder (a copy of ``shared/specs``), or ``$OPENRESPONSES_SPEC``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ def spec_path() -> Path:
     env = os.environ.get("OPENRESPONSES_SPEC")
     if env:
         return Path(env)
-    root = Path(__file__).resolve().parents[2]
-    for candidate in (root / "shared" / "specs", root.parent / "shared" / "specs"):
+    here = Path(__file__).resolve().parent
+    root = here.parents[1]
+    for candidate in (here, root / "shared" / "specs", root.parent / "shared" / "specs"):
         if (candidate / _SPEC_NAME).exists():
             return candidate / _SPEC_NAME
     raise FileNotFoundError(f"{_SPEC_NAME} not found beside the repository (set OPENRESPONSES_SPEC)")
