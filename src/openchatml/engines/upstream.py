@@ -251,6 +251,7 @@ class UpstreamEngine:
         self, path: str, body: dict[str, Any], params: SamplingParams, *, llamacpp: bool
     ) -> AsyncIterator[list[int]]:
         url = self._base + path
+        parse = _llamacpp_event if llamacpp else _vllm_event
         stops = frozenset(params.stop_token_ids)
         limit = params.max_tokens
         count = 0
@@ -288,11 +289,7 @@ class UpstreamEngine:
                         continue
                     if ended:
                         continue
-                    payload = line[5:]
-                    if payload.strip() == _DONE:
-                        ended = True
-                        continue
-                    ids, done = _event_ids(payload, url, llamacpp, None if truncated else count)
+                    ids, done = parse(line[5:], url, None if truncated else count)
                     if held is not None:
                         if done:
                             ended = True
@@ -336,44 +333,64 @@ class UpstreamEngine:
             yield held
 
 
-def _event_ids(payload: bytes, url: str, llamacpp: bool, count: int | None) -> tuple[list[int], bool]:
-    """The ids in one ``data:`` payload and whether it ends the generation. ``count``: the
-    ids received so far, untruncated (checked against llama.cpp's own count at the end)."""
+def _vllm_event(payload: bytes, url: str, count: int | None) -> tuple[list[int], bool]:
+    """The ids in one vLLM ``data:`` payload and whether it ends the generation."""
+    try:
+        event = orjson.loads(payload)
+    except orjson.JSONDecodeError:
+        if payload.strip() == _DONE:
+            return [], True
+        raise _malformed(url, "data is not JSON", payload) from None
+    try:
+        choices = event["choices"]
+        if choices:
+            choice = choices[0]
+            ids = choice["token_ids"]
+            if type(ids) is list:
+                for t in ids:
+                    if type(t) is not int:
+                        break
+                else:
+                    return ids, choice.get("finish_reason") is not None
+        elif type(choices) is list:
+            return [], False
+    except (KeyError, TypeError, IndexError, AttributeError):
+        pass
+    _raise_error_event(event, url)
+    raise _malformed(
+        url, "no list of ids in choices[0].token_ids (the server must honour return_token_ids)", payload
+    )
+
+
+def _llamacpp_event(payload: bytes, url: str, count: int | None) -> tuple[list[int], bool]:
+    """The ids in one llama-server ``data:`` payload and whether it ends the generation.
+    ``count``: the ids received so far when none was cut, checked against its own count."""
     try:
         event = orjson.loads(payload)
     except orjson.JSONDecodeError:
         raise _malformed(url, "data is not JSON", payload) from None
+    _raise_error_event(event, url)
     if type(event) is not dict:
         raise _malformed(url, "data is not a JSON object", payload)
-    if event.get("error") is not None or event.get("object") == "error":
+    if event.get("stop") is True:
+        predicted = event.get("tokens_predicted")
+        if count is not None and type(predicted) is int and predicted > count:
+            raise UpstreamError(
+                f"upstream {url} left {predicted - count} of {predicted} token id(s) out of its stream "
+                "(llama.cpp does not stream the id of a token that ends inside a UTF-8 character)",
+                url=url,
+            )
+        return [], True
+    ids = event.get("tokens")
+    if not _is_id_list(ids):
+        raise _malformed(url, "no 'tokens' list (llama.cpp needs return_tokens)", payload)
+    return cast(list[int], ids), False
+
+
+def _raise_error_event(event: object, url: str) -> None:
+    if isinstance(event, dict) and (event.get("error") is not None or event.get("object") == "error"):
         message = _clip(_error_message(event) or str(event))
         raise UpstreamError(f"upstream {url} reported an error: {message}", url=url)
-    if llamacpp:
-        if event.get("stop") is True:
-            predicted = event.get("tokens_predicted")
-            if count is not None and type(predicted) is int and predicted > count:
-                raise UpstreamError(
-                    f"upstream {url} left {predicted - count} of {predicted} token id(s) out of its stream "
-                    "(llama.cpp does not stream the id of a token that ends inside a UTF-8 character)",
-                    url=url,
-                )
-            return [], True
-        ids = event.get("tokens")
-        if not _is_id_list(ids):
-            raise _malformed(url, "no 'tokens' list (llama.cpp needs return_tokens)", payload)
-        return cast(list[int], ids), False
-    choices = event.get("choices")
-    if type(choices) is not list:
-        raise _malformed(url, "no 'choices' list", payload)
-    if not choices:
-        return [], False
-    choice = choices[0]
-    if type(choice) is not dict:
-        raise _malformed(url, "a choice is not an object", payload)
-    ids = choice.get("token_ids")
-    if not _is_id_list(ids):
-        raise _malformed(url, "no 'token_ids' list (the server must honour return_token_ids)", payload)
-    return cast(list[int], ids), choice.get("finish_reason") is not None
 
 
 # --- connect helpers --------------------------------------------------------------------
