@@ -258,7 +258,7 @@ def start_vllm(
 
 
 @pytest.fixture(scope="session")
-def vllm_server() -> Iterator[VllmServer]:
+def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmServer]:
     """vLLM (CPU) serving the tiny gpt-oss, started once per session; skipped unless
     ``OPENCHATML_TEST_VLLM=1``."""
     if not ENABLED:
@@ -267,6 +267,7 @@ def vllm_server() -> Iterator[VllmServer]:
 
     model_dir = ensure_tiny_model()
     venv = ensure_vllm_venv()
-    with start_vllm(model_dir, free_port(), venv=venv) as server:
+    log_path = tmp_path_factory.mktemp("vllm") / "serve.log"
+    with start_vllm(model_dir, free_port(), venv=venv, log_path=log_path) as server:
         print(f"\nvllm serve healthy after {server.startup_seconds:.1f} s", file=sys.stderr)
         yield server
