@@ -9,7 +9,7 @@ stream, which stops generation.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -103,8 +103,3 @@ async def _close(generation: AsyncIterator[list[int]]) -> None:
     aclose = getattr(generation, "aclose", None)
     if aclose is not None:
         await aclose()
-
-
-def cancel_events(stream: ResponseStream) -> Sequence[dict[str, Any]]:
-    """The events that end a response cancelled mid-way."""
-    return stream.finish("cancelled")

@@ -33,7 +33,7 @@ from typing import Any, Final
 
 from ..encoding import Encoding
 from ..events import ContentDelta, Header, MessageDone, MessageStarted
-from ..messages import Role
+from ..messages import Message, Role
 from ..parse import StreamParser
 from . import ids
 from .crypto import Sealer
@@ -53,7 +53,7 @@ class _Open:
     parts: list[str] = field(default_factory=list)
 
 
-def item_kind(header: Header) -> str | None:
+def item_kind(header: Header | Message) -> str | None:
     """``message``, ``reasoning``, ``function_call`` or ``None`` (not an output item)."""
     if header.author.role is not Role.ASSISTANT:
         return None
@@ -154,7 +154,7 @@ class ResponseStream:
     def _count_finished(self, parser: StreamParser) -> None:
         message = parser.messages[-1]
         self._done_messages = len(parser.messages)
-        if message.role is Role.ASSISTANT and item_kind(_header_of(message)) == "reasoning":
+        if item_kind(message) == "reasoning":
             self._reasoning_tokens += self._in_message
         self._in_message = 0
 
@@ -314,10 +314,6 @@ class ResponseStream:
             )
             out.append(self._snapshot_event("response.failed"))
         return out
-
-
-def _header_of(message: Any) -> Header:
-    return Header(message.author, message.channel, message.recipient, message.content_type)
 
 
 def _text_part(kind: str, text: str) -> dict[str, Any]:

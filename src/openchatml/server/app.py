@@ -132,9 +132,9 @@ def create_app(
                 f"We could not parse the JSON body of your request ({exc}).", code="invalid_json"
             ) from None
 
-    def follow_sse(
-        run: Run, events: AsyncIterator[dict[str, Any]], cancel_on_exit: bool
-    ) -> StreamingResponse:
+    def follow_sse(events: AsyncIterator[dict[str, Any]], cancel: Run | None = None) -> StreamingResponse:
+        """Stream ``events``; a client that leaves early cancels ``cancel`` (if given)."""
+
         async def body() -> AsyncIterator[bytes]:
             finished = False
             try:
@@ -143,8 +143,8 @@ def create_app(
                 finished = True
                 yield DONE
             finally:
-                if not finished and cancel_on_exit and run.task is not None and not run.done:
-                    run.task.cancel()
+                if not finished and cancel is not None and cancel.task is not None and not cancel.done:
+                    cancel.task.cancel()
 
         return StreamingResponse(
             body(),
@@ -161,7 +161,7 @@ def create_app(
         parsed = parse_request(await read_json(request))
         run = await service.start(parsed, owner)
         if parsed.stream:
-            return follow_sse(run, run.follow(), cancel_on_exit=not parsed.background)
+            return follow_sse(run.follow(), None if parsed.background else run)
         if parsed.background:
             snapshot = run.snapshot
             assert snapshot is not None
@@ -181,9 +181,7 @@ def create_app(
         owner = caller(request)
         if request.query_params.get("stream", "").lower() == "true":
             after = _int_param(request, "starting_after", None)
-            events = await service.replay(response_id, owner, after)
-            run = service.runs.get(response_id) or Run(response_id, owner, True)
-            return follow_sse(run, events, cancel_on_exit=False)
+            return follow_sse(await service.replay(response_id, owner, after))
         return _json(await service.retrieve(response_id, owner))
 
     @app.delete("/v1/responses/{response_id}")
@@ -312,21 +310,8 @@ def _int_param(request: Request, name: str, default: int | None) -> int | None:
 
 
 async def _items_for(service: ResponseService, request: ResponseRequest, owner: str) -> list[dict[str, Any]]:
-    history: list[dict[str, Any]] = []
-    if request.previous_response_id is not None:
-        found = (
-            await service.store.history(request.previous_response_id, owner)
-            if service.store is not None
-            else None
-        )
-        if found is None:
-            raise NotFoundError(
-                f"Previous response with id {request.previous_response_id!r} not found.",
-                param="previous_response_id",
-                code="previous_response_not_found",
-            )
-        history = found
-    return history + list(request.input)
+    history, new_input = await service.items(request, owner)
+    return history + new_input
 
 
 async def _websocket_session(

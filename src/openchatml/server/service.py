@@ -171,6 +171,19 @@ class ResponseService:
             out.append(target)
         return out
 
+    async def items(
+        self,
+        request: ResponseRequest,
+        owner: str,
+        local_history: Mapping[str, list[dict[str, Any]]] | None = None,
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The previous response's history and the new input with references resolved.
+
+        Raises :class:`NotFoundError` for an unknown previous response or item.
+        """
+        history = await self._history(request, owner, local_history)
+        return history, await self._resolve_references(request.input, owner)
+
     async def start(
         self,
         request: ResponseRequest,
@@ -183,8 +196,7 @@ class ResponseService:
         Raises :class:`APIError` for a bad request (nothing is stored then).
         """
         model = self.check_model(request.model)
-        history = await self._history(request, owner, local_history)
-        new_input = await self._resolve_references(request.input, owner)
+        history, new_input = await self.items(request, owner, local_history)
         items = history + new_input
         conversation = await asyncio.to_thread(
             build_conversation, request, items, settings=self.settings.prompt, sealer=self.sealer
