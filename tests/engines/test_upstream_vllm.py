@@ -1,4 +1,4 @@
-"""UpstreamEngine against a real vLLM (CPU) serving the tiny gpt-oss (OPENCHATML_TEST_VLLM=1)."""
+"""UpstreamEngine against a real vLLM (CPU) serving the tiny gpt-oss (fixture ``vllm_server``)."""
 
 from __future__ import annotations
 
@@ -8,16 +8,13 @@ from typing import Any, cast
 
 import httpx
 import pytest
-import vllm_harness
-from vllm_harness import ENABLED, SKIP_REASON, VllmServer
 
 from openchatml import STOP_TOKENS_FOR_ASSISTANT_ACTIONS, Conversation, Message, Renderer
 from openchatml.engines.base import EngineError, SamplingParams
 from openchatml.engines.upstream import UpstreamEngine
+from vllm_harness import VllmServer
 
-pytestmark = [pytest.mark.vllm, pytest.mark.skipif(not ENABLED, reason=SKIP_REASON)]
-
-vllm_server = vllm_harness.vllm_server
+pytestmark = pytest.mark.vllm
 
 VOCAB_SIZE = 201088
 STOPS = tuple(sorted(STOP_TOKENS_FOR_ASSISTANT_ACTIONS))

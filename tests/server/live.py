@@ -97,7 +97,23 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-class LiveServer:
+class Clients:
+    """Clients of a server at ``self.url``."""
+
+    url: str
+
+    def client(self, api_key: str = "none", **options: Any) -> Any:
+        """The official openai SDK pointed at this server."""
+        import openai
+
+        return openai.OpenAI(base_url=f"{self.url}/v1", api_key=api_key, max_retries=0, **options)
+
+    def http(self, **options: Any) -> httpx.Client:
+        """A raw HTTP client."""
+        return httpx.Client(base_url=self.url, timeout=120, **options)
+
+
+class LiveServer(Clients):
     """The app under uvicorn in a thread, on a free loopback port."""
 
     def __init__(self, service: ResponseService, **app_options: Any) -> None:
@@ -122,16 +138,6 @@ class LiveServer:
     def __exit__(self, *exc: object) -> None:
         self._server.should_exit = True
         self._thread.join(timeout=20)
-
-    def client(self, api_key: str = "none", **options: Any) -> Any:
-        """The official openai SDK pointed at this server."""
-        import openai
-
-        return openai.OpenAI(base_url=f"{self.url}/v1", api_key=api_key, max_retries=0, **options)
-
-    def http(self, **options: Any) -> httpx.Client:
-        """A raw HTTP client."""
-        return httpx.Client(base_url=self.url, timeout=30, **options)
 
 
 def make_service(

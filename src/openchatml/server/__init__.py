@@ -7,6 +7,7 @@ returns the ASGI app; ``serve(config)`` runs it with uvicorn until interrupted.
 from __future__ import annotations
 
 import asyncio
+import signal
 import sys
 import time
 from collections.abc import Callable
@@ -56,7 +57,8 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
 
 
 def serve(config: ServerConfig) -> int:
-    """Run the server until interrupted; the exit status."""
+    """Run the server until interrupted (Ctrl-C or SIGTERM: a graceful stop, status 0);
+    the exit status (2 when the configuration cannot be served)."""
     import uvicorn
 
     def say(line: str) -> None:
@@ -80,4 +82,16 @@ def serve(config: ServerConfig) -> int:
         await server.serve()
         return 0
 
-    return asyncio.run(main())
+    def terminate(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    # uvicorn shuts down gracefully on SIGINT / SIGTERM, then raises the signal again:
+    # both end here as a clean exit.
+    previous = signal.signal(signal.SIGTERM, terminate)
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        say("openchatml stopped")
+        return 0
+    finally:
+        signal.signal(signal.SIGTERM, previous)
