@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import shutil
 import threading
@@ -14,7 +15,7 @@ from typing import Any
 import pytest
 
 from openchatml import load_encoding
-from openchatml.engines import Engine, EngineError, ModelInfo, SamplingParams, tiny
+from openchatml.engines import Chunk, Engine, EngineError, ModelInfo, SamplingParams, TokenLogprob, tiny
 from openchatml.engines.tiny import EOS_TOKEN_IDS, ensure_tiny_model
 from openchatml.engines.transformers import TransformersEngine
 
@@ -40,10 +41,10 @@ PARITY_TEXTS = [
 ]
 
 
-def collect(engine: Engine, prompt: list[int], params: SamplingParams) -> list[list[int]]:
+def collect(engine: Engine, prompt: list[int], params: SamplingParams) -> list[Chunk]:
     """All chunks of one generation."""
 
-    async def main() -> list[list[int]]:
+    async def main() -> list[Chunk]:
         return [chunk async for chunk in engine.generate(prompt, params)]
 
     return asyncio.run(main())
@@ -238,6 +239,65 @@ def test_penalties_apply_to_greedy(engine: TransformersEngine, prompt: list[int]
         SamplingParams(max_tokens=6, temperature=0, presence_penalty=-1000.0),
     ):
         assert tokens(engine, prompt, params) == [greedy[0]] * 6
+
+
+def scored(engine: Engine, prompt: list[int], params: SamplingParams) -> list[TokenLogprob]:
+    """The log probability records of one generation, checked against its ids."""
+    chunks = collect(engine, prompt, params)
+    records = [r for chunk in chunks for r in chunk.logprobs or ()]
+    assert [r.id for r in records] == [t for chunk in chunks for t in chunk]
+    return records
+
+
+def raw_logprobs(model: Any, ids: list[int], start: int) -> Any:
+    """``log_softmax`` of a plain forward pass over ``ids``: the rows that predict
+    ``ids[start:]``."""
+    with torch.inference_mode():
+        logits = model(torch.tensor([ids])).logits[0].float()
+    return torch.log_softmax(logits, dim=-1)[start - 1 : len(ids) - 1]
+
+
+def test_greedy_logprobs_match_a_plain_forward_pass(
+    tiny_model_dir: Path, engine: TransformersEngine, prompt: list[int], greedy: list[int]
+) -> None:
+    records = scored(engine, prompt, SamplingParams(max_tokens=8, temperature=0, logprobs=5))
+    assert [r.id for r in records] == greedy[:8]
+    model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+    reference = raw_logprobs(model, prompt + greedy[:8], len(prompt))
+    for record, row in zip(records, reference, strict=True):
+        values = torch.topk(row, 5).values
+        assert len(record.top) == 5
+        assert record.top[0] == (record.id, record.logprob)  # greedy: the sampled id is the best
+        assert [lp for _, lp in record.top] == pytest.approx(values.tolist(), abs=1e-4)
+        assert [row[t].item() for t, _ in record.top] == pytest.approx(values.tolist(), abs=1e-4)
+        assert record.logprob == pytest.approx(row[record.id].item(), abs=1e-4)
+        assert all(a >= b for (_, a), (_, b) in itertools.pairwise(record.top))
+        assert all(lp <= 0 for _, lp in record.top)
+
+
+def test_logprobs_are_of_the_raw_distribution(
+    tiny_model_dir: Path, engine: TransformersEngine, prompt: list[int], greedy: list[int]
+) -> None:
+    """Penalties and temperature change what is sampled, not the log probabilities reported."""
+    params = SamplingParams(max_tokens=4, temperature=0, frequency_penalty=-1000.0, logprobs=1)
+    records = scored(engine, prompt, params)
+    assert [r.id for r in records] == [greedy[0]] * 4
+    model = transformers.AutoModelForCausalLM.from_pretrained(tiny_model_dir).eval()
+    reference = raw_logprobs(model, prompt + [greedy[0]] * 4, len(prompt))
+    for record, row in zip(records, reference, strict=True):
+        assert record.logprob == pytest.approx(row[record.id].item(), abs=1e-4)
+        assert record.top[0][1] == pytest.approx(row.max().item(), abs=1e-4)
+    assert records[-1].logprob < -0.01  # after the penalty it would be about 0
+    hot = scored(engine, prompt, SamplingParams(max_tokens=1, temperature=0.01, seed=1, logprobs=0))
+    assert hot[0].id == greedy[0] and hot[0].top == ()
+    assert hot[0].logprob == pytest.approx(records[0].logprob, abs=1e-4)
+
+
+def test_no_logprobs_unless_asked(engine: TransformersEngine, prompt: list[int]) -> None:
+    chunks = collect(engine, prompt, SamplingParams(max_tokens=3, temperature=0))
+    assert chunks and all(chunk.logprobs is None for chunk in chunks)
+    with pytest.raises(EngineError, match="logprobs must not be negative"):
+        collect(engine, prompt, SamplingParams(max_tokens=1, logprobs=-1))
 
 
 def test_slow_consumer_gets_bigger_chunks(engine: TransformersEngine, prompt: list[int]) -> None:

@@ -2,7 +2,9 @@
 
 The stub is a raw ASGI app run by uvicorn in a thread. Each test steers it through
 ``SamplingParams.extra["stub"]``, which the engine passes through in the request body.
-Paths under ``/llama`` answer as llama-server does; every other path as vLLM does.
+Paths under ``/llama`` answer as llama-server does; every other path as vLLM does. Asked
+for log probabilities, the stub scores each step with the made-up distribution of
+``_distribution``.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import orjson
 import pytest
 import uvicorn
 
-from openchatml.engines.base import Engine, EngineError, ModelInfo, SamplingParams
+from openchatml.engines.base import Chunk, Engine, EngineError, ModelInfo, SamplingParams, TokenLogprob
 from openchatml.engines.upstream import UpstreamEngine, UpstreamError
 
 RETURN, CALL, END = 200002, 200012, 200007
@@ -140,6 +142,46 @@ def _script(stub: dict[str, Any]) -> list[list[int]]:
     return [list(chunk) for chunk in stub.get("script", [[11, 12], [13], [14, 15, 16]])]
 
 
+def _distribution(token: int) -> dict[int, float]:
+    """The stub model's log probabilities at the step that sampled ``token``: twenty ids
+    1000–1019, and ``token`` itself."""
+    return {**{1000 + j: -0.25 * (j + 1) for j in range(20)}, token: -(token % 5) / 2 - 0.125}
+
+
+def _ranked(token: int, k: int) -> list[tuple[int, float]]:
+    """The ``k`` most likely ``(id, logprob)`` at the step that sampled ``token``."""
+    return sorted(_distribution(token).items(), key=lambda pair: -pair[1])[:k]
+
+
+def _vllm_logprobs(chunk: list[int], body: dict[str, Any], stub: dict[str, Any]) -> dict[str, Any] | None:
+    """vLLM's ``choices[0].logprobs``: per id its log probability and an object holding
+    it first, then the ``logprobs`` most likely ids."""
+    k = body.get("logprobs")
+    if k is None or stub.get("malformed") == "no_logprobs":
+        return None
+
+    def name(t: int) -> str:
+        return f"token_id:{t}" if body.get("return_tokens_as_token_ids") else "x"
+
+    tops = [{name(t): _distribution(t)[t], **{name(i): lp for i, lp in _ranked(t, k)}} for t in chunk]
+    return {
+        "text_offset": list(range(len(chunk))),
+        "token_logprobs": [_distribution(t)[t] for t in chunk],
+        "tokens": [name(t) for t in chunk],
+        "top_logprobs": tops,
+    }
+
+
+def _llama_probabilities(token: int, body: dict[str, Any]) -> list[dict[str, Any]]:
+    """llama-server's ``completion_probabilities`` for one streamed id."""
+
+    def entry(t: int, logprob: float) -> dict[str, Any]:
+        return {"id": t, "token": "x", "bytes": [120], "logprob": logprob}
+
+    ranked = _ranked(token, body["n_probs"])
+    return [entry(token, _distribution(token)[token]) | {"top_logprobs": [entry(t, lp) for t, lp in ranked]}]
+
+
 def _sse(payload: object) -> bytes:
     return b"data: " + orjson.dumps(payload) + b"\n\n"
 
@@ -161,7 +203,8 @@ def _vllm_events(body: dict[str, Any], stub: dict[str, Any]) -> Iterator[bytes]:
         if n == len(script) - 1 and not stub.get("forever") and stub.get("malformed") != "truncate":
             finish = finish or "stop"
         sent += len(chunk)
-        choice: dict[str, Any] = {"index": 0, "text": "x", "logprobs": None, "finish_reason": finish}
+        logprobs = _vllm_logprobs(chunk, body, stub)
+        choice: dict[str, Any] = {"index": 0, "text": "x", "logprobs": logprobs, "finish_reason": finish}
         choice["stop_reason"] = None
         if n == 0:
             choice["prompt_token_ids"] = body["prompt"]
@@ -205,9 +248,16 @@ def _llama_events(body: dict[str, Any], stub: dict[str, Any]) -> Iterator[bytes]
     for token in (t for chunk in _script(stub) for t in chunk):
         decoded += 1
         if decoded - 1 not in dropped:
-            yield _sse(
-                {"index": 0, "content": "x", "tokens": [token], "stop": False, "tokens_predicted": decoded}
-            )
+            event = {
+                "index": 0,
+                "content": "x",
+                "tokens": [token],
+                "stop": False,
+                "tokens_predicted": decoded,
+            }
+            if body.get("n_probs", 0) > 0 and not stub.get("no_probs"):
+                event["completion_probabilities"] = _llama_probabilities(token, body)
+            yield _sse(event)
         if token in eog:
             break
         if 0 <= limit <= decoded:
@@ -267,10 +317,14 @@ def _params(**stub: Any) -> SamplingParams:
     return SamplingParams(temperature=0.0, stop_token_ids=(RETURN, CALL), extra={"stub": stub})
 
 
+async def _chunks(engine: UpstreamEngine, params: SamplingParams, prompt: list[int] = PROMPT) -> list[Chunk]:
+    return [chunk async for chunk in engine.generate(prompt, params)]
+
+
 async def _collect(
     engine: UpstreamEngine, params: SamplingParams, prompt: list[int] = PROMPT
 ) -> list[list[int]]:
-    return [chunk async for chunk in engine.generate(prompt, params)]
+    return [list(chunk) for chunk in await _chunks(engine, params, prompt)]
 
 
 def _run(url: str, body: Callable[[UpstreamEngine], Awaitable[Any]], **connect: Any) -> Any:
@@ -453,7 +507,7 @@ def test_error_event_in_stream(upstream: Running, stub: Stub) -> None:
     async def body(engine: UpstreamEngine) -> list[list[int]]:
         got: list[list[int]] = []
         async for chunk in engine.generate(PROMPT, _params(malformed="error_event")):
-            got.append(chunk)
+            got.append(list(chunk))
         return got
 
     with pytest.raises(EngineError, match="reported an error: EngineCore died"):
@@ -493,9 +547,9 @@ def test_generate_refused_after_connect(upstream: Running) -> None:
 def test_cancel_closes_the_upstream_request(upstream: Running, stub: Stub) -> None:
     async def body(engine: UpstreamEngine) -> list[list[int]]:
         got: list[list[int]] = []
-        stream = cast(AsyncGenerator[list[int]], engine.generate(PROMPT, _params(forever=True, delay=0.01)))
+        stream = cast(AsyncGenerator[Chunk], engine.generate(PROMPT, _params(forever=True, delay=0.01)))
         async for chunk in stream:
-            got.append(chunk)
+            got.append(list(chunk))
             if len(got) == 5:
                 break
         await stream.aclose()
@@ -532,6 +586,81 @@ def test_concurrent_streams(upstream: Running, stub: Stub) -> None:
 
     results = _run(upstream.url, body)
     assert results == [[[n], [n + 1], [RETURN]] for n in range(0, 40, 2)]
+
+
+# --- log probabilities ---------------------------------------------------------------------
+
+
+def _expected(ids: list[int], k: int) -> tuple[TokenLogprob, ...]:
+    return tuple(TokenLogprob(t, _distribution(t)[t], tuple(_ranked(t, k))) for t in ids)
+
+
+def test_vllm_logprobs_request_and_answer(upstream: Running, stub: Stub) -> None:
+    script = [[1, 2, 3], [1004], [5, RETURN, 6], [7]]
+
+    async def body(engine: UpstreamEngine) -> tuple[list[Chunk], list[Chunk]]:
+        params = SamplingParams(logprobs=3, stop_token_ids=(RETURN,), extra={"stub": {"script": script}})
+        unstopped = {"stub": {"script": script, "honour_stops": False, "delay": 0.02}}
+        zero = SamplingParams(logprobs=0, stop_token_ids=(RETURN,), extra=unstopped)
+        return await _chunks(engine, params), await _chunks(engine, zero)
+
+    three, zero = _run(upstream.url, body)
+    assert [list(c) for c in three] == [list(c) for c in zero] == [[1, 2, 3], [1004], [5, RETURN]]
+    assert [c.logprobs for c in three] == [_expected(list(c), 3) for c in three]
+    assert [c.logprobs for c in zero] == [_expected(list(c), 0) for c in zero]
+    # 1004 is not among the 3 best: vLLM sends it and the 3 best, the engine keeps the 3 best
+    assert three[1].logprobs == (TokenLogprob(1004, -2.125, ((1000, -0.25), (1001, -0.5), (1002, -0.75))),)
+    assert three[2].logprobs is not None and three[2].logprobs[0].top[0] == (5, -0.125)
+    sent = [seen.body for seen in _completions(stub)]
+    assert (sent[0]["logprobs"], sent[0]["return_tokens_as_token_ids"]) == (3, True)
+    assert (sent[1]["logprobs"], sent[1]["return_tokens_as_token_ids"]) == (0, True)
+
+
+def test_vllm_logprobs_missing_is_malformed(upstream: Running, stub: Stub) -> None:
+    async def body(engine: UpstreamEngine) -> None:
+        params = SamplingParams(logprobs=2, extra={"stub": {"malformed": "no_logprobs"}})
+        await _collect(engine, params)
+
+    with pytest.raises(EngineError, match="no log probability per id"):
+        _run(upstream.url, body)
+
+    async def text_keys(engine: UpstreamEngine) -> None:
+        await _collect(engine, SamplingParams(logprobs=2, extra={"return_tokens_as_token_ids": False}))
+
+    with pytest.raises(EngineError, match="return_tokens_as_token_ids"):
+        _run(upstream.url, text_keys)
+
+
+def test_llamacpp_logprobs(upstream: Running, stub: Stub) -> None:
+    async def body(engine: UpstreamEngine) -> tuple[list[Chunk], list[Chunk], list[Chunk]]:
+        script = {"stub": {"script": [[1, 1003], [CALL], [9]]}}
+        return (
+            await _chunks(engine, SamplingParams(logprobs=2, stop_token_ids=(CALL,), extra=script)),
+            await _chunks(engine, SamplingParams(logprobs=0, stop_token_ids=(CALL,), extra=script)),
+            await _chunks(engine, SamplingParams(stop_token_ids=(CALL,), extra=script)),
+        )
+
+    two, zero, none = _run(upstream.url + "/llama", body)
+    assert (
+        [list(c) for c in two] == [list(c) for c in zero] == [list(c) for c in none] == [[1], [1003], [CALL]]
+    )
+    assert [c.logprobs for c in two] == [_expected(list(c), 2) for c in two]
+    assert [c.logprobs for c in zero] == [_expected(list(c), 0) for c in zero]
+    assert all(c.logprobs is None for c in none)
+    sent = [seen.body for seen in _completions(stub)]
+    assert [(b.get("n_probs"), b.get("post_sampling_probs")) for b in sent] == [
+        (2, False),
+        (1, False),
+        (None, None),
+    ]
+
+
+def test_llamacpp_logprobs_missing_is_malformed(upstream: Running, stub: Stub) -> None:
+    async def body(engine: UpstreamEngine) -> None:
+        await _collect(engine, SamplingParams(logprobs=1, extra={"stub": {"no_probs": True}}))
+
+    with pytest.raises(EngineError, match="completion_probabilities"):
+        _run(upstream.url + "/llama", body)
 
 
 # --- llama.cpp stream ----------------------------------------------------------------------

@@ -5,11 +5,12 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 from openapi import validate, validate_event
 
-from openchatml import Message, Renderer
+from openchatml import Message, Renderer, load_encoding
+from openchatml.engines.base import TokenLogprob
 from openchatml.responses.crypto import Sealer
 from openchatml.responses.input import REASONING_KIND
 from openchatml.responses.request import parse_request
@@ -26,15 +27,28 @@ def completion(*messages: Message) -> list[int]:
     return ids[2:]
 
 
+def scores(ids: list[int], top: int) -> list[TokenLogprob]:
+    """A record per id whose log probability is minus its position, so a test can tell
+    which sampled token a ``LogProb`` stands for."""
+    return [
+        TokenLogprob(t, -float(n), tuple((t + j, -float(n) - j) for j in range(top)))
+        for n, t in enumerate(ids)
+    ]
+
+
 def run(
-    ids: list[int], chunks: list[int] | None = None, reason: str = "stop", **body: Any
+    ids: list[int],
+    chunks: list[int] | None = None,
+    reason: str = "stop",
+    logprobs: list[TokenLogprob] | None = None,
+    **body: Any,
 ) -> list[dict[str, Any]]:
     request = parse_request({"model": "m", "input": "hi", **body})
     stream = ResponseStream(ResponseState("resp_1", request, "m"), prompt_tokens=7, sealer=SEALER)
     events = stream.begin()
     cuts = [0, *(chunks or []), len(ids)]
     for a, b in itertools.pairwise(cuts):
-        events += stream.feed(ids[a:b])
+        events += stream.feed(ids[a:b], None if logprobs is None else logprobs[a:b])
     return events + stream.finish(reason)
 
 
@@ -124,3 +138,98 @@ def test_random_completions_give_valid_responses(ids: list[int], reason: str) ->
     final = check(run(ids, [len(ids) // 3, len(ids) // 2], reason=reason))
     assert final["usage"]["output_tokens"] == len(ids)
     assert final["status"] in ("completed", "incomplete", "cancelled")
+
+
+LOGPROBS = ["message.output_text.logprobs"]
+UNICODE = Message.assistant("Grüße 𝔘𝔫𝔦 🦩 ok", channel="final")
+
+
+def message_logprobs(events: list[dict[str, Any]], final: dict[str, Any]) -> list[list[dict[str, Any]]]:
+    """Each message's ``LogProb`` list, after checking that its deltas, ``output_text.done``,
+    ``content_part.done``, ``output_item.done`` and the snapshot all agree; other items
+    carry none."""
+    found = []
+    for index, item in enumerate(final["output"]):
+        mine = [e for e in events if e.get("output_index") == index]
+        if item["type"] != "message":
+            assert all("logprobs" not in e and "logprobs" not in e.get("part", {}) for e in mine)
+            continue
+        deltas = [lp for e in mine if e["type"] == "response.output_text.delta" for lp in e["logprobs"]]
+        (done,) = [e["logprobs"] for e in mine if e["type"] == "response.output_text.done"]
+        (part,) = [e["part"]["logprobs"] for e in mine if e["type"] == "response.content_part.done"]
+        (added,) = [e["part"]["logprobs"] for e in mine if e["type"] == "response.content_part.added"]
+        (whole,) = [
+            e["item"]["content"][0]["logprobs"] for e in mine if e["type"] == "response.output_item.done"
+        ]
+        assert deltas == done == part == whole == item["content"][0]["logprobs"]
+        assert added == []
+        found.append(deltas)
+    return found
+
+
+def test_logprobs_are_those_of_the_text_tokens() -> None:
+    encoding = load_encoding()
+    ids = completion(THINK, PREAMBLE, CALL)
+    events = run(ids, [5, 17], logprobs=scores(ids, 2), include=LOGPROBS, top_logprobs=2, tools=TOOLS)
+    final = check(events)
+    (preamble,) = message_logprobs(events, final)
+    body = encoding.encode_ordinary("Checking the weather.")
+    start = len(completion(THINK)) + ids[len(completion(THINK)) :].index(200008) + 1
+    assert [-int(lp["logprob"]) for lp in preamble] == list(range(start, start + len(body)))
+    assert [lp["bytes"] for lp in preamble] == [list(encoding.token_bytes[t]) for t in body]
+    assert "".join(lp["token"] for lp in preamble) == "Checking the weather."
+    for lp, token in zip(preamble, body, strict=True):
+        assert [alt["bytes"] for alt in lp["top_logprobs"]] == [
+            list(encoding.token_bytes[token + j]) for j in range(2)
+        ]
+        assert [alt["logprob"] for alt in lp["top_logprobs"]] == [lp["logprob"], lp["logprob"] - 1]
+
+
+def test_logprobs_of_cut_characters_follow_their_text() -> None:
+    """A token cut inside a UTF-8 character goes with the first delta holding its text."""
+    ids = completion(UNICODE)
+    for cuts in ([], list(range(1, len(ids)))):
+        events = run(ids, cuts, logprobs=scores(ids, 0), include=LOGPROBS)
+        (logprobs,) = message_logprobs(events, check(events))
+        assert b"".join(bytes(lp["bytes"]) for lp in logprobs).decode() == UNICODE.content[0].text
+        text, raw = b"", b""
+        for event in events:
+            if event["type"] == "response.output_text.delta":
+                assert event["logprobs"]
+                last = bytes(event["logprobs"][-1]["bytes"])
+                text += event["delta"].encode()
+                raw += b"".join(bytes(lp["bytes"]) for lp in event["logprobs"])
+                assert raw.startswith(text) and len(raw) - len(text) < 4
+                assert len(raw) - len(last) < len(text)
+
+
+def test_logprobs_only_when_included() -> None:
+    ids = completion(PREAMBLE)
+    for body in ({}, {"top_logprobs": 3}):
+        final = check(run(ids, logprobs=scores(ids, 3), **body))
+        assert final["output"][0]["content"][0]["logprobs"] == []
+    with_none = check(run(ids, include=LOGPROBS))
+    assert with_none["output"][0]["content"][0]["logprobs"] == []
+
+
+@given(
+    st.lists(_ids, max_size=120),
+    st.lists(st.integers(0, 120), max_size=6),
+    st.integers(0, 3),
+    st.sampled_from(["stop", "length", "cancelled"]),
+)
+@example([200005, 17196, 200008, 13225, 200005, 0, 200002], [], 1, "stop")  # a stray control in a body
+@example([200008, 43120, 200007, 200006, 200008, 43120], [2], 0, "length")  # cut characters, then the end
+def test_random_logprobs_survive_the_lifecycle(
+    ids: list[int], cuts: list[int], top: int, reason: str
+) -> None:
+    records = scores(ids, top)
+    body = {"include": LOGPROBS, "top_logprobs": top}
+    whole = check(events := run(ids, reason=reason, logprobs=records, **body))
+    found = message_logprobs(events, whole)
+    split_events = run(ids, sorted(c for c in cuts if c <= len(ids)), reason, records, **body)
+    assert message_logprobs(split_events, check(split_events)) == found
+    positions = [-int(lp["logprob"]) for lps in found for lp in lps]
+    assert positions == sorted(set(positions))
+    assert all(ids[n] < 199998 for n in positions)
+    assert all(len(lp["top_logprobs"]) == top for lps in found for lp in lps)

@@ -1,7 +1,8 @@
 """Server test helpers: a scripted engine, and a live server on loopback.
 
 ``ScriptedEngine`` plays back the token ids of assistant messages written with the
-codec (so a test knows exactly what the model "said"); ``LiveServer`` runs the real app
+codec (so a test knows exactly what the model "said"), with log probabilities derived
+from the ids (``scripted_logprob``) when asked for; ``LiveServer`` runs the real app
 under uvicorn in a thread, for the official ``openai`` SDK and raw HTTP clients.
 """
 
@@ -20,7 +21,7 @@ import httpx
 import uvicorn
 
 from openchatml import Message, Renderer
-from openchatml.engines.base import ModelInfo, SamplingParams
+from openchatml.engines.base import Chunk, ModelInfo, SamplingParams, TokenLogprob
 from openchatml.responses.crypto import Sealer
 from openchatml.server.app import create_app
 from openchatml.server.service import ResponseService, ServiceSettings
@@ -40,6 +41,13 @@ def completion(*messages: Message) -> list[int]:
     if messages and not messages[-1].is_tool_call:
         ids[-1] = 200002  # <|return|> ends a final answer
     return ids[2:]  # the prompt already holds <|start|>assistant
+
+
+def scripted_logprob(token: int, top: int) -> TokenLogprob:
+    """The record ``ScriptedEngine`` gives ``token``: log probability ``-(token % 13) / 4``;
+    alternatives ``token``, ``token + 1``, … each 0.5 less likely than the one before."""
+    logprob = -(token % 13) / 4
+    return TokenLogprob(token, logprob, tuple((token + j, logprob - j / 2) for j in range(top)))
 
 
 class ScriptedEngine:
@@ -65,7 +73,7 @@ class ScriptedEngine:
     def info(self) -> ModelInfo:
         return self._info
 
-    async def generate(self, prompt: Sequence[int], params: SamplingParams) -> AsyncIterator[list[int]]:
+    async def generate(self, prompt: Sequence[int], params: SamplingParams) -> AsyncIterator[Chunk]:
         self.prompts.append(list(prompt))
         self.params.append(params)
         ids = self.script(prompt)
@@ -79,9 +87,13 @@ class ScriptedEngine:
                 piece = ids[start : start + self.chunk]
                 stop = next((i for i, t in enumerate(piece) if t in params.stop_token_ids), None)
                 if stop is not None:
-                    yield piece[: stop + 1]
+                    piece = piece[: stop + 1]
+                top = params.logprobs
+                yield Chunk(
+                    tuple(piece), None if top is None else tuple(scripted_logprob(t, top) for t in piece)
+                )
+                if stop is not None:
                     break
-                yield piece
             finished = True
         finally:
             if not finished:

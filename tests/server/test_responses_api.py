@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from live import ScriptedEngine, completion
+from live import ScriptedEngine, completion, scripted_logprob
 from openapi import validate, validate_event
 
 from openchatml import Message, load_encoding
@@ -200,6 +200,115 @@ def test_replay_stream_of_stored_response(serve: Any) -> None:
             http.get(f"/responses/{created['id']}", params={"stream": "true", "starting_after": 3}).text
         )
     assert [e["sequence_number"] for e in later] == list(range(4, len(events)))
+
+
+LOGPROBS = ["message.output_text.logprobs"]
+PREAMBLE = Message.assistant("Let me think… then answer.", channel="commentary")
+UNICODE = Message.assistant("Grüße 𝔘𝔫𝔦 🦩 ok", channel="final")
+
+
+def expected_logprobs(text: str, top: int) -> list[dict[str, Any]]:
+    """The ``LogProb`` objects of the tokens of ``text`` as the scripted engine scores them."""
+    encoding = load_encoding()
+
+    def entry(token: int, logprob: float) -> dict[str, Any]:
+        raw = encoding.token_bytes[token]
+        return {"token": raw.decode("utf-8", "replace"), "logprob": logprob, "bytes": list(raw)}
+
+    out = []
+    for token in encoding.encode_ordinary(text):
+        record = scripted_logprob(token, top)
+        out.append({**entry(token, record.logprob), "top_logprobs": [entry(t, lp) for t, lp in record.top]})
+    return out
+
+
+def text_logprobs(events: list[dict[str, Any]], index: int) -> list[list[dict[str, Any]]]:
+    """Output item ``index``'s logprobs: per delta, then output_text.done, content_part.done,
+    output_item.done, and the final snapshot."""
+    mine = [e for e in events if e.get("output_index") == index]
+    per_delta = [e["logprobs"] for e in mine if e["type"] == "response.output_text.delta"]
+    (done,) = [e["logprobs"] for e in mine if e["type"] == "response.output_text.done"]
+    (part,) = [e["part"]["logprobs"] for e in mine if e["type"] == "response.content_part.done"]
+    (item,) = [e["item"]["content"][0]["logprobs"] for e in mine if e["type"] == "response.output_item.done"]
+    final = events[-1]["response"]["output"][index]["content"][0]["logprobs"]
+    return [*per_delta, done, part, item, final]
+
+
+def test_logprobs_json_and_sdk(serve: Any) -> None:
+    engine = ScriptedEngine(completion(THINK, ANSWER))
+    server = serve(engine)
+    client = server.client()
+    response = client.responses.create(model="scripted-model", input="hi", include=LOGPROBS, top_logprobs=3)
+    assert engine.params[-1].logprobs == 3
+    part = response.output[1].content[0]
+    assert [lp.model_dump() for lp in part.logprobs] == expected_logprobs("Hello there!", 3)
+    assert "".join(lp.token for lp in part.logprobs) == part.text == response.output_text
+    assert len(part.logprobs) == 3  # Hello, " there", "!"
+    assert all(lp.top_logprobs[0].logprob == lp.logprob <= 0 for lp in part.logprobs)
+
+    with server.http() as http:
+        body = http.post(
+            "/v1/responses", json={"model": "scripted-model", "input": "hi", "include": LOGPROBS}
+        )
+    validate(body.json(), "ResponseResource")
+    assert engine.params[-1].logprobs == 0
+    reasoning, message = body.json()["output"]
+    assert message["content"][0]["logprobs"] == expected_logprobs("Hello there!", 0)
+    assert "logprobs" not in reasoning["content"][0]
+
+    plain = client.responses.create(model="scripted-model", input="hi", top_logprobs=3)
+    assert engine.params[-1].logprobs is None  # not included: not asked for
+    assert plain.output[1].content[0].logprobs == []
+    assert plain.top_logprobs == 3
+
+
+@pytest.mark.parametrize("chunk", [1, 4])
+def test_logprobs_stream_and_replay(serve: Any, chunk: int) -> None:
+    engine = ScriptedEngine(completion(THINK, PREAMBLE, UNICODE), chunk=chunk)
+    server = serve(engine)
+    body = {"model": "scripted-model", "input": "hi", "include": LOGPROBS, "top_logprobs": 2, "stream": True}
+    with server.http() as http:
+        events = sse_events(http.post("/v1/responses", json=body).text)
+        check_stream(events)
+        response_id = events[-1]["response"]["id"]
+        replayed = sse_events(http.get(f"/v1/responses/{response_id}", params={"stream": "true"}).text)
+        check_stream(replayed)
+    output = events[-1]["response"]["output"]
+    assert [i["type"] for i in output] == ["reasoning", "message", "message"]
+    assert not any("logprobs" in e for e in events if e.get("output_index") == 0)
+    for index, message in ((1, PREAMBLE), (2, UNICODE)):
+        text = output[index]["content"][0]["text"]
+        assert text == message.content[0].text
+        *deltas, done, part, item, final = text_logprobs(events, index)
+        assert [lp for d in deltas for lp in d] == done == part == item == final == expected_logprobs(text, 2)
+        assert b"".join(bytes(lp["bytes"]) for lp in done).decode() == text
+        assert len(deltas) > 1 and all(deltas)
+        assert text_logprobs(replayed, index) == [done] * 5
+    for delta in (e for e in events if e["type"] == "response.output_text.delta" and e["output_index"] == 1):
+        assert "".join(lp["token"] for lp in delta["logprobs"]) == delta["delta"]  # exactly its tokens
+
+    request = {k: v for k, v in body.items() if k != "stream"}
+    with server.client().responses.stream(**request) as stream:
+        deltas = [lp for e in stream if e.type == "response.output_text.delta" for lp in e.logprobs]
+        final_response = stream.get_final_response()
+    kept = [lp for o in final_response.output[1:] for lp in o.content[0].logprobs]
+    assert [lp.model_dump() for lp in deltas] == [lp.model_dump() for lp in kept]
+    encoding = load_encoding()
+    assert len(kept) == sum(len(encoding.encode_ordinary(m.content[0].text)) for m in (PREAMBLE, UNICODE))
+
+
+def test_no_logprobs_stream_without_include(serve: Any) -> None:
+    engine = ScriptedEngine(completion(THINK, ANSWER), chunk=1)
+    server = serve(engine)
+    with server.http() as http:
+        reply = http.post(
+            "/v1/responses",
+            json={"model": "scripted-model", "input": "hi", "stream": True, "top_logprobs": 5},
+        )
+    events = sse_events(reply.text)
+    check_stream(events)
+    assert engine.params[-1].logprobs is None
+    assert all(logprobs == [] for logprobs in text_logprobs(events, 1))
 
 
 def test_errors_are_typed(serve: Any) -> None:

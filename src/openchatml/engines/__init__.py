@@ -1,4 +1,4 @@
-"""Engines: prompt token ids in, a cancellable stream of token ids out.
+"""Engines: prompt token ids in, a cancellable stream of token-id chunks out.
 
 ``TransformersEngine`` (``engines.transformers``) runs a model in-process;
 ``UpstreamEngine`` (``engines.upstream``) drives a vLLM or llama.cpp server;
@@ -6,6 +6,6 @@
 They are imported from their modules, so that importing this package loads no torch.
 """
 
-from .base import Engine, EngineError, ModelInfo, SamplingParams
+from .base import Chunk, Engine, EngineError, ModelInfo, SamplingParams, TokenLogprob
 
-__all__ = ["Engine", "EngineError", "ModelInfo", "SamplingParams"]
+__all__ = ["Chunk", "Engine", "EngineError", "ModelInfo", "SamplingParams", "TokenLogprob"]

@@ -1,17 +1,25 @@
 """The engine protocol: prompt token ids and sampling settings in, token ids out.
 
 An :class:`Engine` knows nothing of messages, channels or HTTP. ``generate`` returns an
-async iterator of token-id chunks; the stream ends after a stop token (which is yielded,
-so the parser sees ``<|call|>`` or ``<|return|>``) or after ``max_tokens`` ids. Closing
-the iterator (``aclose()``, or leaving an ``async for`` early) cancels generation: the
-engine stops spending compute on it promptly.
+async iterator of :class:`Chunk` objects, the ids sampled since the last one; the stream
+ends after a stop token (which is yielded, so the parser sees ``<|call|>`` or
+``<|return|>``) or after ``max_tokens`` ids. Closing the iterator (``aclose()``, or
+leaving an ``async for`` early) cancels generation: the engine stops spending compute on
+it promptly.
+
+Log probabilities: with ``SamplingParams.logprobs`` set to ``k`` (0 or more), each chunk's
+``logprobs`` holds one :class:`TokenLogprob` per id — the sampled id's log probability
+under the model's raw distribution (before temperature, penalties and top-p, as OpenAI
+and vLLM report it) and the ``k`` most likely ids with theirs. With ``logprobs`` ``None``
+(the default) chunks carry ``logprobs=None`` and engines compute nothing extra. Ids and
+floats only: turning an id into text is the caller's business.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, overload, runtime_checkable
 
 
 class EngineError(Exception):
@@ -26,6 +34,8 @@ class SamplingParams:
 
     ``stop_token_ids`` end generation (the stop token itself is yielded). ``seed`` makes
     sampling repeatable where the engine supports it; ``temperature`` 0 is greedy.
+    ``logprobs``: ``None`` for none; ``k`` >= 0 for each sampled id's log probability and
+    its ``k`` most likely alternatives (see :class:`TokenLogprob`).
     """
 
     max_tokens: int | None = None
@@ -35,7 +45,52 @@ class SamplingParams:
     frequency_penalty: float = 0.0
     stop_token_ids: tuple[int, ...] = ()
     seed: int | None = None
+    logprobs: int | None = None
     extra: dict[str, object] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprob:
+    """One sampled id and its log probability (natural log, <= 0) under the model's raw
+    distribution; ``top``: the most likely ids at that step as ``(id, logprob)``, most
+    likely first (it may or may not hold ``id``)."""
+
+    id: int
+    logprob: float
+    top: tuple[tuple[int, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk(Sequence[int]):
+    """The ids sampled since the last chunk, with their log probabilities when asked for.
+
+    A chunk reads as the sequence of its ids (``len``, indexing, iteration), so code that
+    wants only ids can ignore ``logprobs``. ``logprobs`` is ``None`` unless
+    ``SamplingParams.logprobs`` was set; then it holds one record per id, in order.
+    Raises ``ValueError`` when the two lengths differ.
+    """
+
+    ids: tuple[int, ...]
+    logprobs: tuple[TokenLogprob, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if self.logprobs is not None and len(self.logprobs) != len(self.ids):
+            raise ValueError(f"{len(self.logprobs)} logprob records for {len(self.ids)} ids")
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @overload
+    def __getitem__(self, index: int) -> int: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[int, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> int | tuple[int, ...]:
+        return self.ids[index]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self.ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,9 +113,10 @@ class Engine(Protocol):
         """The model this engine serves."""
         ...
 
-    def generate(self, prompt: Sequence[int], params: SamplingParams) -> AsyncIterator[list[int]]:
-        """Stream the ids sampled after ``prompt``, in chunks, ending after a stop token or
-        ``params.max_tokens`` ids. Raises :class:`EngineError` when the engine fails."""
+    def generate(self, prompt: Sequence[int], params: SamplingParams) -> AsyncIterator[Chunk]:
+        """Stream the ids sampled after ``prompt``, in chunks (with their log probabilities
+        when ``params.logprobs`` is set), ending after a stop token or ``params.max_tokens``
+        ids. Raises :class:`EngineError` when the engine fails."""
         ...
 
     async def aclose(self) -> None:

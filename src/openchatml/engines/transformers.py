@@ -7,6 +7,11 @@ and the consumer yields whatever has arrived since its last yield, so a slow rea
 bigger chunks. Leaving the stream (``aclose()``, ``break``, task cancellation) sets the
 job's cancel flag, which the worker checks before every forward pass.
 
+Log probabilities (``SamplingParams.logprobs``): ``log_softmax`` of the model's raw
+logits at each step, before penalties, temperature and top-p — the distribution OpenAI
+and vLLM report — so at temperature 0 without penalties the sampled id is the first of
+``top``. The worker then posts a :class:`TokenLogprob` instead of a bare id.
+
 torch and transformers are imported only when an engine is loaded: they are the
 ``transformers`` extra.
 """
@@ -23,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .base import EngineError, ModelInfo, SamplingParams
+from .base import Chunk, EngineError, ModelInfo, SamplingParams, TokenLogprob
 
 _INSTALL_HINT: Final = (
     "the transformers engine needs torch and transformers: pip install 'openchatml[transformers]'"
@@ -44,10 +49,10 @@ class _Job:
     params: SamplingParams
     max_new: int
     loop: asyncio.AbstractEventLoop
-    queue: asyncio.Queue[int | _Done] = field(default_factory=asyncio.Queue)
+    queue: asyncio.Queue[int | TokenLogprob | _Done] = field(default_factory=asyncio.Queue)
     cancel: threading.Event = field(default_factory=threading.Event)
 
-    def post(self, item: int | _Done) -> None:
+    def post(self, item: int | TokenLogprob | _Done) -> None:
         """Hand ``item`` to the consumer's loop (any thread); a closed loop cancels the job."""
         try:
             self.loop.call_soon_threadsafe(self.queue.put_nowait, item)
@@ -131,11 +136,12 @@ class TransformersEngine:
         with self._lock:
             return bool(self._pending)
 
-    async def generate(self, prompt: Sequence[int], params: SamplingParams) -> AsyncIterator[list[int]]:
+    async def generate(self, prompt: Sequence[int], params: SamplingParams) -> AsyncIterator[Chunk]:
         """Stream the ids sampled after ``prompt`` in chunks, ending after a stop token
-        (yielded) or ``params.max_tokens`` ids (default: up to the context window).
+        (yielded) or ``params.max_tokens`` ids (default: up to the context window); with
+        ``params.logprobs`` each chunk carries the ids' raw-distribution log probabilities.
         Raises :class:`EngineError` for an empty or oversized prompt, an id outside the
-        vocabulary, a closed engine, or a failure in the model."""
+        vocabulary, a negative ``logprobs``, a closed engine, or a failure in the model."""
         if self._closed:
             raise EngineError("the engine is closed")
         ids = [int(t) for t in prompt]
@@ -145,17 +151,23 @@ class TransformersEngine:
         job = _Job(ids, params, max_new, asyncio.get_running_loop())
         future = self._submit(job)
         try:
+            scored = params.logprobs is not None
             while True:
                 item = await job.queue.get()
-                chunk: list[int] = []
+                sampled: list[int] = []
+                scores: list[TokenLogprob] = []
                 while not isinstance(item, _Done):
-                    chunk.append(item)
+                    if isinstance(item, TokenLogprob):
+                        sampled.append(item.id)
+                        scores.append(item)
+                    else:
+                        sampled.append(item)
                     try:
                         item = job.queue.get_nowait()
                     except asyncio.QueueEmpty:
                         break
-                if chunk:
-                    yield chunk
+                if sampled:
+                    yield Chunk(tuple(sampled), tuple(scores) if scored else None)
                 if isinstance(item, _Done):
                     if item.error is not None:
                         if isinstance(item.error, EngineError):
@@ -194,6 +206,8 @@ class TransformersEngine:
             raise EngineError(f"token id {bad} is outside the model's vocabulary of {self._vocab_size}")
         if params.max_tokens is not None and params.max_tokens < 0:
             raise EngineError(f"max_tokens must not be negative, got {params.max_tokens}")
+        if params.logprobs is not None and params.logprobs < 0:
+            raise EngineError(f"logprobs must not be negative, got {params.logprobs}")
         context = self._info.context_length
         room = sys.maxsize if context is None else context - len(ids)
         if room <= 0:
@@ -252,8 +266,9 @@ class TransformersEngine:
                     return
                 out = model(input_ids=input_ids, past_key_values=past, use_cache=True, **self._keep_kwargs)
                 past = out.past_key_values
-                token = _sample(out.logits[0, -1].float(), params, counts, generator)
-                job.post(token)
+                logits = out.logits[0, -1].float()
+                token = _sample(logits, params, counts, generator)
+                job.post(token if params.logprobs is None else _score(logits, token, params.logprobs))
                 if token in stops:
                     return
                 if counts is not None:
@@ -272,10 +287,23 @@ def _sample(logits: Any, params: SamplingParams, counts: Any, generator: Any) ->
     probs = torch.softmax(logits / params.temperature, dim=-1)
     if params.top_p >= 1.0:
         return int(torch.multinomial(probs, 1, generator=generator).item())
-    ordered, order = torch.sort(probs, descending=True)
+    ordered, order = torch.sort(probs, descending=True, stable=True)  # ties: lowest id first, as argmax
     before = ordered.cumsum(-1) - ordered
     drop = before >= params.top_p
     drop[0] = False
     ordered = ordered.masked_fill(drop, 0.0)
     pick = torch.multinomial(ordered, 1, generator=generator)
     return int(order[pick].item())
+
+
+def _score(logits: Any, token: int, k: int) -> TokenLogprob:
+    """``token``'s log probability under the raw ``logits`` (1-d, float32), with the ``k``
+    most likely ids, most likely first."""
+    import torch
+
+    logprobs = torch.log_softmax(logits, dim=-1)
+    top: tuple[tuple[int, float], ...] = ()
+    if k > 0:
+        values, indices = torch.topk(logprobs, min(k, logprobs.shape[-1]))
+        top = tuple(zip(indices.tolist(), values.tolist(), strict=True))
+    return TokenLogprob(token, float(logprobs[token].item()), top)

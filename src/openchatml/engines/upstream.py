@@ -8,10 +8,18 @@ with orjson; from each event it takes only the sampled ids. Two wire dialects
 ``vllm``
     ``POST /v1/completions`` with ``return_token_ids: true`` (vLLM >= 0.10.2); each
     streamed choice carries the new ids in ``token_ids``, the last one a
-    ``finish_reason``, and the stream ends with ``data: [DONE]``.
+    ``finish_reason``, and the stream ends with ``data: [DONE]``. Log probabilities:
+    ``logprobs: k`` with ``return_tokens_as_token_ids: true``; ``choices[0].logprobs``
+    then holds ``token_logprobs`` (one per id) and ``top_logprobs`` (one
+    ``{"token_id:N": logprob}`` object per id: the sampled id and the ``k`` most likely,
+    of which the ``k`` best are kept). vLLM reports the raw model distribution.
 ``llamacpp``
     llama-server's own ``POST /completion`` with ``return_tokens: true``; each event
-    carries ``tokens`` (the ids sampled since the last event) and ``stop``.
+    carries ``tokens`` (the ids sampled since the last event) and ``stop``. Log
+    probabilities, best effort: ``n_probs`` (at least 1, as 0 turns them off); each
+    event's ``completion_probabilities`` (llama-server's format since late 2024:
+    ``{id, logprob, top_logprobs: [{id, logprob}]}``, a softmax of the raw logits) must
+    match its ``tokens`` one for one, or the stream is malformed.
 
 Stop ids and ``max_tokens`` are sent upstream and enforced here too, so a server that
 ignores either still ends the stream after the stop id. When the consumer closes the
@@ -22,19 +30,23 @@ connection goes back to the pool.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Final, Literal, cast
 
 import httpx
 import orjson
 
-from .base import EngineError, ModelInfo, SamplingParams
+from .base import Chunk, EngineError, ModelInfo, SamplingParams, TokenLogprob
 
 Flavor = Literal["vllm", "llamacpp"]
 FLAVORS: Final[frozenset[str]] = frozenset({"vllm", "llamacpp"})
 
 _DONE: Final = b"[DONE]"
 _MESSAGE_LIMIT: Final = 1000
+_TOKEN_ID: Final = "token_id:"
+
+_Scores = list[TokenLogprob] | None
+"""The log probabilities of an event's ids; ``None`` when none were asked for."""
 
 
 class UpstreamError(EngineError):
@@ -174,9 +186,10 @@ class UpstreamEngine:
         """The wire dialect: ``"vllm"`` or ``"llamacpp"``."""
         return self._flavor
 
-    def generate(self, prompt: Sequence[int], params: SamplingParams) -> AsyncIterator[list[int]]:
-        """Stream the ids sampled after ``prompt`` in chunks, ending after a stop id (which
-        is yielded) or ``params.max_tokens`` ids. Raises :class:`UpstreamError`."""
+    def generate(self, prompt: Sequence[int], params: SamplingParams) -> AsyncIterator[Chunk]:
+        """Stream the ids sampled after ``prompt`` in chunks (with log probabilities when
+        ``params.logprobs`` is set), ending after a stop id (which is yielded) or
+        ``params.max_tokens`` ids. Raises :class:`UpstreamError`."""
         if self._flavor == "llamacpp":
             return self._stream("/completion", self._llamacpp_body(prompt, params), params, llamacpp=True)
         return self._stream("/v1/completions", self._vllm_body(prompt, params), params, llamacpp=False)
@@ -221,6 +234,9 @@ class UpstreamEngine:
             body["max_tokens"] = limit
         if params.seed is not None:
             body["seed"] = params.seed
+        if params.logprobs is not None:
+            body["logprobs"] = params.logprobs
+            body["return_tokens_as_token_ids"] = True
         body.update(params.extra)
         return body
 
@@ -242,6 +258,9 @@ class UpstreamEngine:
         }
         if params.seed is not None:
             body["seed"] = params.seed
+        if params.logprobs is not None:
+            body["n_probs"] = max(params.logprobs, 1)
+            body["post_sampling_probs"] = False
         body.update(params.extra)
         return body
 
@@ -249,14 +268,15 @@ class UpstreamEngine:
 
     async def _stream(
         self, path: str, body: dict[str, Any], params: SamplingParams, *, llamacpp: bool
-    ) -> AsyncIterator[list[int]]:
+    ) -> AsyncIterator[Chunk]:
         url = self._base + path
         parse = _llamacpp_event if llamacpp else _vllm_event
+        top = params.logprobs
         stops = frozenset(params.stop_token_ids)
         limit = params.max_tokens
         count = 0
         truncated = False
-        held: list[int] | None = None
+        held: Chunk | None = None
         ended = False
         cut = False
         request = self._client.build_request(
@@ -289,7 +309,7 @@ class UpstreamEngine:
                         continue
                     if ended:
                         continue
-                    ids, done = parse(line[5:], url, None if truncated else count)
+                    ids, scores, done = parse(line[5:], url, None if truncated else count, top)
                     if held is not None:
                         if done:
                             ended = True
@@ -301,21 +321,22 @@ class UpstreamEngine:
                         ended = done
                         continue
                     hit = False
+                    end = len(ids)
                     if stops and not stops.isdisjoint(ids):
                         end = next(i for i, t in enumerate(ids) if t in stops) + 1
                         truncated = end < len(ids)
-                        ids = ids[:end]
                         hit = True
-                    if limit is not None and count + len(ids) >= limit:
-                        truncated = truncated or count + len(ids) > limit
-                        ids = ids[: limit - count]
+                    if limit is not None and count + end >= limit:
+                        truncated = truncated or count + end > limit
+                        end = limit - count
                         hit = True
-                    count += len(ids)
+                    chunk = Chunk(tuple(ids[:end]), None if scores is None else tuple(scores[:end]))
+                    count += len(chunk)
                     if hit or done:
-                        held = ids
+                        held = chunk
                         ended = done
                         continue
-                    yield ids
+                    yield chunk
                 if cut:
                     break
             if not cut:
@@ -333,13 +354,16 @@ class UpstreamEngine:
             yield held
 
 
-def _vllm_event(payload: bytes, url: str, count: int | None) -> tuple[list[int], bool]:
-    """The ids in one vLLM ``data:`` payload and whether it ends the generation."""
+def _vllm_event(
+    payload: bytes, url: str, count: int | None, top: int | None
+) -> tuple[list[int], _Scores, bool]:
+    """The ids in one vLLM ``data:`` payload, their log probabilities (with ``top``
+    alternatives each; ``None`` when ``top`` is) and whether it ends the generation."""
     try:
         event = orjson.loads(payload)
     except orjson.JSONDecodeError:
         if payload.strip() == _DONE:
-            return [], True
+            return [], None, True
         raise _malformed(url, "data is not JSON", payload) from None
     try:
         choices = event["choices"]
@@ -351,9 +375,12 @@ def _vllm_event(payload: bytes, url: str, count: int | None) -> tuple[list[int],
                     if type(t) is not int:
                         break
                 else:
-                    return ids, choice.get("finish_reason") is not None
+                    done = choice.get("finish_reason") is not None
+                    if top is None:
+                        return ids, None, done
+                    return ids, _vllm_scores(choice.get("logprobs"), ids, top, url, payload), done
         elif type(choices) is list:
-            return [], False
+            return [], None if top is None else [], False
     except (KeyError, TypeError, IndexError, AttributeError):
         pass
     _raise_error_event(event, url)
@@ -362,9 +389,68 @@ def _vllm_event(payload: bytes, url: str, count: int | None) -> tuple[list[int],
     )
 
 
-def _llamacpp_event(payload: bytes, url: str, count: int | None) -> tuple[list[int], bool]:
-    """The ids in one llama-server ``data:`` payload and whether it ends the generation.
-    ``count``: the ids received so far when none was cut, checked against its own count."""
+def _vllm_scores(block: Any, ids: list[int], top: int, url: str, payload: bytes) -> list[TokenLogprob]:
+    """The log probabilities of ``ids`` in a choice's ``logprobs`` (``token_id:N`` keys)."""
+    if not ids:
+        return []
+    try:
+        logprobs = block["token_logprobs"]
+        tops = block["top_logprobs"]
+        if len(logprobs) != len(ids) or len(tops) != len(ids):
+            raise ValueError("one record per id")
+        return [
+            TokenLogprob(token, float(logprob), _best(((_token_id(k), v) for k, v in alts.items()), top))
+            for token, logprob, alts in zip(ids, logprobs, tops, strict=True)
+        ]
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise _malformed(
+            url,
+            "no log probability per id in choices[0].logprobs (the server must honour logprobs "
+            "and return_tokens_as_token_ids)",
+            payload,
+        ) from None
+
+
+def _token_id(key: str) -> int:
+    if not key.startswith(_TOKEN_ID):
+        raise ValueError(f"not a token id: {key!r}")
+    return int(key[len(_TOKEN_ID) :])
+
+
+def _best(pairs: Iterable[tuple[Any, Any]], top: int) -> tuple[tuple[int, float], ...]:
+    """The ``top`` most likely ``(id, logprob)`` pairs, most likely first."""
+    ranked = sorted(((int(t), float(lp)) for t, lp in pairs), key=lambda pair: -pair[1])
+    return tuple(ranked[:top])
+
+
+def _llamacpp_scores(entries: Any, ids: list[int], top: int, url: str, payload: bytes) -> list[TokenLogprob]:
+    """The log probabilities of ``ids`` in an event's ``completion_probabilities``."""
+    try:
+        if len(entries) != len(ids):
+            raise ValueError("one record per id")
+        scores = []
+        for token, entry in zip(ids, entries, strict=True):
+            if entry["id"] != token:
+                raise ValueError("ids differ")
+            alts = ((alt["id"], alt["logprob"]) for alt in entry["top_logprobs"])
+            scores.append(TokenLogprob(token, float(entry["logprob"]), _best(alts, top)))
+        return scores
+    except (KeyError, TypeError, ValueError, AttributeError):
+        raise _malformed(
+            url,
+            "no completion_probabilities entry {id, logprob, top_logprobs} per id in 'tokens' "
+            "(llama-server must honour n_probs)",
+            payload,
+        ) from None
+
+
+def _llamacpp_event(
+    payload: bytes, url: str, count: int | None, top: int | None
+) -> tuple[list[int], _Scores, bool]:
+    """The ids in one llama-server ``data:`` payload, their log probabilities (with
+    ``top`` alternatives each; ``None`` when ``top`` is) and whether it ends the
+    generation. ``count``: the ids received so far when none was cut, checked against
+    its own count."""
     try:
         event = orjson.loads(payload)
     except orjson.JSONDecodeError:
@@ -380,11 +466,15 @@ def _llamacpp_event(payload: bytes, url: str, count: int | None) -> tuple[list[i
                 "(llama.cpp does not stream the id of a token that ends inside a UTF-8 character)",
                 url=url,
             )
-        return [], True
+        return [], None if top is None else [], True
     ids = event.get("tokens")
     if not _is_id_list(ids):
         raise _malformed(url, "no 'tokens' list (llama.cpp needs return_tokens)", payload)
-    return cast(list[int], ids), False
+    ids = cast(list[int], ids)
+    if top is None:
+        return ids, None, False
+    scores = _llamacpp_scores(event.get("completion_probabilities"), ids, top, url, payload) if ids else []
+    return ids, scores, False
 
 
 def _raise_error_event(event: object, url: str) -> None:

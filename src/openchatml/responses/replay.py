@@ -1,7 +1,8 @@
 """The event stream of a response that already ended, rebuilt from its snapshot.
 
 ``replay_events(snapshot)`` gives what a live stream would have sent, with each item's
-text in a single delta: ``response.created``, ``response.in_progress``, every item's
+text in a single delta (an ``output_text`` delta carrying all of the part's
+``logprobs``): ``response.created``, ``response.in_progress``, every item's
 lifecycle, then the terminal event. ``starting_after`` drops events up to that sequence
 number, so a client can resume.
 """
@@ -46,13 +47,11 @@ def _item_events(index: int, item: dict[str, Any]) -> Iterator[dict[str, Any]]:
                 if kind == "message"
                 else ("response.reasoning.delta", "response.reasoning.done")
             )
-            yield {
-                "type": "response.content_part.added",
-                **common,
-                "content_index": c,
-                "part": {**part, "text": ""},
-            }
-            extra: dict[str, Any] = {"logprobs": []} if kind == "message" else {}
+            added = {**part, "text": ""}
+            if "logprobs" in part:
+                added["logprobs"] = []
+            yield {"type": "response.content_part.added", **common, "content_index": c, "part": added}
+            extra: dict[str, Any] = {"logprobs": part.get("logprobs") or []} if kind == "message" else {}
             yield {"type": delta, **common, "content_index": c, "delta": text, **extra}
             yield {"type": done, **common, "content_index": c, "text": text, **extra}
             yield {"type": "response.content_part.done", **common, "content_index": c, "part": part}

@@ -111,6 +111,11 @@ class ResponseRequest:
         """Whether ``include`` asks for ``reasoning.encrypted_content``."""
         return "reasoning.encrypted_content" in self.include
 
+    @property
+    def wants_logprobs(self) -> bool:
+        """Whether ``include`` asks for ``message.output_text.logprobs``."""
+        return "message.output_text.logprobs" in self.include
+
 
 # --- small typed readers -----------------------------------------------------------
 

@@ -1,10 +1,12 @@
 """One response, end to end without HTTP: conversation → prompt ids → engine → events.
 
 ``prepare(...)`` renders the prompt and settles the sampling settings (raising
-:class:`~.errors.RequestError` when the prompt does not fit the context window);
-``run_events(...)`` drives the engine and yields every streaming event, the terminal
-one included. Leaving the iteration early (client gone, cancel) closes the engine's
-stream, which stops generation.
+:class:`~.errors.RequestError` when the prompt does not fit the context window). The
+engine is asked for log probabilities only when ``include`` holds
+``message.output_text.logprobs`` (as OpenAI and vLLM do), with ``top_logprobs``
+alternatives per token. ``run_events(...)`` drives the engine and yields every
+streaming event, the terminal one included. Leaving the iteration early (client gone,
+cancel) closes the engine's stream, which stops generation.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..encoding import Encoding
-from ..engines.base import Engine, EngineError, SamplingParams
+from ..engines.base import Chunk, Engine, EngineError, SamplingParams
 from ..messages import Conversation
 from ..render import CoTPolicy, Profile, RenderConfig, Renderer
 from ..tokens import CALL_ID, RETURN_ID
@@ -68,6 +70,7 @@ def prepare(
         frequency_penalty=request.frequency_penalty or 0.0,
         stop_token_ids=STOP_IDS,
         seed=request.seed,
+        logprobs=(request.top_logprobs or 0) if request.wants_logprobs else None,
     )
     return Prepared(prompt, params)
 
@@ -85,9 +88,9 @@ async def run_events(
     generation = engine.generate(prepared.prompt, prepared.params)
     try:
         async for chunk in generation:
-            for event in stream.feed(chunk):
+            for event in stream.feed(chunk.ids, chunk.logprobs):
                 yield event
-            if chunk and chunk[-1] in stop:
+            if chunk.ids and chunk.ids[-1] in stop:
                 reason = "stop"
                 break
     except EngineError as exc:
@@ -99,7 +102,7 @@ async def run_events(
         yield event
 
 
-async def _close(generation: AsyncIterator[list[int]]) -> None:
+async def _close(generation: AsyncIterator[Chunk]) -> None:
     aclose = getattr(generation, "aclose", None)
     if aclose is not None:
         await aclose()

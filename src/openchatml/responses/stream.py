@@ -23,24 +23,38 @@ An item moves through ``_Open.ADDED → _Open.STREAMING → closed``: ``output_i
 ``content_part.added`` (not for function calls), deltas, ``…done``,
 ``content_part.done``, ``output_item.done``. A message cut short (``max_output_tokens``,
 cancellation) ends ``incomplete``; so does the response.
+
+Log probabilities (``include: ["message.output_text.logprobs"]``): ``feed`` then takes
+the engine's :class:`~openchatml.engines.TokenLogprob` per id and drains the parser after
+every id, so each ``output_text.delta`` carries the ``LogProb`` of exactly the tokens
+whose text it holds (a token cut inside a UTF-8 character goes with the first delta that
+holds any of its text); ``output_text.done``, the content part and the snapshot carry all
+of the message's. Only ordinary ids of a message body count: header and control tokens, and
+reasoning or function-call text, have none. ``token`` is the token's text (its bytes
+decoded with replacement), ``bytes`` its exact bytes, ``top_logprobs`` the
+``top_logprobs`` most likely tokens; a log probability below -9999 (or not finite) is
+reported as -9999, as vLLM does.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from ..encoding import Encoding
+from ..encoding import Encoding, load_encoding
+from ..engines.base import TokenLogprob
 from ..events import ContentDelta, Header, MessageDone, MessageStarted
 from ..messages import Message, Role
 from ..parse import StreamParser
+from ..tokens import FIRST_SPECIAL_ID
 from . import ids
 from .crypto import Sealer
 from .input import REASONING_KIND
 from .resource import ResponseState, Usage
 
 _FUNCTIONS: Final = "functions."
+_LOWEST_LOGPROB: Final = -9999.0
 
 
 @dataclass(slots=True)
@@ -51,6 +65,16 @@ class _Open:
     kind: str  # "message" | "reasoning" | "function_call"
     item: dict[str, Any]
     parts: list[str] = field(default_factory=list)
+    logprobs: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _ScoredText:
+    """Body text of message ``index`` with the scores of the tokens that produced it."""
+
+    index: int
+    parts: list[str]
+    scores: list[TokenLogprob]
 
 
 def item_kind(header: Header | Message) -> str | None:
@@ -73,7 +97,9 @@ class ResponseStream:
     """Builds the event stream and the snapshot of one response from sampled ids.
 
     ``sealer`` seals reasoning into ``encrypted_content`` when the request includes
-    ``reasoning.encrypted_content``; ``prompt_tokens`` is the prompt length, for usage.
+    ``reasoning.encrypted_content``; ``prompt_tokens`` is the prompt length, for usage;
+    ``encoding`` turns ids into the text and bytes of log probabilities (default: the
+    shared o200k_harmony).
     """
 
     def __init__(
@@ -89,6 +115,7 @@ class ResponseStream:
         self._parser = StreamParser(
             Role.ASSISTANT, strict=False, check_constraints=False, allow_truncated=True, encoding=encoding
         )
+        self._encoding = encoding
         self._seq = 0
         self._open: _Open | None = None
         self._sealer = sealer if state.request.wants_encrypted_reasoning else None
@@ -99,6 +126,9 @@ class ResponseStream:
         self._in_message = 0  # tokens of the message being read
         self._done_messages = 0
         self._channels: list[str | None] = []
+        request = state.request
+        self._top: int | None = (request.top_logprobs or 0) if request.wants_logprobs else None
+        self._pending: list[TokenLogprob] = []  # scores of body tokens whose text is not out yet
         self.finished = False
 
     # --- events -----------------------------------------------------------------------
@@ -140,8 +170,14 @@ class ResponseStream:
 
     # --- tokens in --------------------------------------------------------------------
 
-    def feed(self, token_ids: Iterable[int]) -> list[dict[str, Any]]:
-        """The events caused by more sampled ids."""
+    def feed(
+        self, token_ids: Iterable[int], logprobs: Sequence[TokenLogprob] | None = None
+    ) -> list[dict[str, Any]]:
+        """The events caused by more sampled ids. ``logprobs``: one record per id (an
+        engine chunk's), used when the request includes ``message.output_text.logprobs``;
+        raises ``ValueError`` when their count differs from the ids'."""
+        if self._top is not None:
+            return self._translate(self._feed_scored(list(token_ids), logprobs))
         parser = self._parser
         for token in token_ids:
             self._output_tokens += 1
@@ -150,6 +186,41 @@ class ResponseStream:
             if len(parser.messages) != self._done_messages:
                 self._count_finished(parser)
         return self._translate(parser.events())
+
+    def _feed_scored(self, ids: list[int], logprobs: Sequence[TokenLogprob] | None) -> list[object]:
+        """Feed ``ids`` one at a time, draining the parser after each, so that body text
+        comes out paired with the scores of the tokens that produced it."""
+        if logprobs is not None and len(logprobs) != len(ids):
+            raise ValueError(f"{len(logprobs)} logprob records for {len(ids)} ids")
+        parser = self._parser
+        out: list[object] = []
+        for n, token in enumerate(ids):
+            self._output_tokens += 1
+            self._in_message += 1
+            parser.process(token)
+            if len(parser.messages) != self._done_messages:
+                self._count_finished(parser)
+            if logprobs is not None and 0 <= token < FIRST_SPECIAL_ID:
+                self._pending.append(logprobs[n])
+            self._pair(parser.events(), out)
+        return out
+
+    def _pair(self, events: Iterable[object], out: list[object]) -> None:
+        """Append ``events`` to ``out``, each ``ContentDelta`` as a :class:`_ScoredText`
+        holding the pending scores (merged into the previous one of the same message)."""
+        for event in events:
+            if isinstance(event, ContentDelta):
+                scores, self._pending = self._pending, []
+                last = out[-1] if out else None
+                if isinstance(last, _ScoredText) and last.index == event.index:
+                    last.parts.append(event.text)
+                    last.scores += scores
+                else:
+                    out.append(_ScoredText(event.index, [event.text], scores))
+                continue
+            if isinstance(event, MessageStarted | MessageDone):
+                self._pending = []  # header tokens, or body tokens that never made text
+            out.append(event)
 
     def _count_finished(self, parser: StreamParser) -> None:
         message = parser.messages[-1]
@@ -165,6 +236,8 @@ class ResponseStream:
                 out += self._start(event.header)
             elif isinstance(event, ContentDelta):
                 out += self._delta(event.text)
+            elif isinstance(event, _ScoredText):
+                out += self._delta("".join(event.parts), event.scores)
             elif isinstance(event, MessageDone):
                 out += self._close("completed" if event.terminator is not None else "incomplete")
         return out
@@ -219,7 +292,7 @@ class ResponseStream:
             kind, item_id=current.item["id"], output_index=current.index, content_index=0, part=part
         )
 
-    def _delta(self, text: str) -> list[dict[str, Any]]:
+    def _delta(self, text: str, scores: Sequence[TokenLogprob] = ()) -> list[dict[str, Any]]:
         current = self._open
         if current is None or not text:
             return []
@@ -228,8 +301,12 @@ class ResponseStream:
         if current.kind == "function_call":
             return [self._event("response.function_call_arguments.delta", **common, delta=text)]
         if current.kind == "message":
+            logprobs = self._logprobs_json(scores) if scores else []
+            current.logprobs += logprobs
             return [
-                self._event("response.output_text.delta", **common, content_index=0, delta=text, logprobs=[])
+                self._event(
+                    "response.output_text.delta", **common, content_index=0, delta=text, logprobs=logprobs
+                )
             ]
         return [self._event("response.reasoning.delta", **common, content_index=0, delta=text)]
 
@@ -250,11 +327,15 @@ class ResponseStream:
                 )
             )
         else:
-            part = _text_part(current.kind, text)
+            part = _text_part(current.kind, text, current.logprobs)
             if current.kind == "message":
                 out.append(
                     self._event(
-                        "response.output_text.done", **common, content_index=0, text=text, logprobs=[]
+                        "response.output_text.done",
+                        **common,
+                        content_index=0,
+                        text=text,
+                        logprobs=list(current.logprobs),
                     )
                 )
             else:
@@ -284,9 +365,12 @@ class ResponseStream:
         if self.finished:
             return []
         self.finished = True
-        events = self._parser.close()
+        events: list[object] = list(self._parser.close())
         if len(self._parser.messages) != self._done_messages:
             self._count_finished(self._parser)
+        if self._top is not None:
+            events, closing = [], events
+            self._pair(closing, events)
         out = self._translate(events)
         cut = reason != "stop"
         out += self._close("incomplete" if cut else "completed")
@@ -315,10 +399,35 @@ class ResponseStream:
             out.append(self._snapshot_event("response.failed"))
         return out
 
+    # --- log probabilities ------------------------------------------------------------
 
-def _text_part(kind: str, text: str) -> dict[str, Any]:
+    def _logprobs_json(self, scores: Iterable[TokenLogprob]) -> list[dict[str, Any]]:
+        """``LogProb`` objects for ``scores``, each with ``top_logprobs`` alternatives."""
+        if self._encoding is None:
+            self._encoding = load_encoding()
+        table = self._encoding.token_bytes
+        top = self._top or 0
+        out = []
+        for score in scores:
+            record = _token_json(table, score.id, score.logprob)
+            record["top_logprobs"] = [_token_json(table, t, lp) for t, lp in score.top[:top]]
+            out.append(record)
+        return out
+
+
+def _token_json(table: Sequence[bytes], token: int, logprob: float) -> dict[str, Any]:
+    """``{token, logprob, bytes}`` of one id (an id outside ``table`` has no bytes)."""
+    raw = table[token] if 0 <= token < len(table) else b""
+    return {
+        "token": raw.decode("utf-8", "replace"),
+        "logprob": logprob if logprob >= _LOWEST_LOGPROB else _LOWEST_LOGPROB,
+        "bytes": list(raw),
+    }
+
+
+def _text_part(kind: str, text: str, logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     if kind == "message":
-        return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+        return {"type": "output_text", "text": text, "annotations": [], "logprobs": list(logprobs or ())}
     return {"type": "reasoning_text", "text": text}
 
 
