@@ -105,6 +105,36 @@ def test_tiny_model_folder(tiny_model_dir: Path) -> None:
     assert sum(p.stat().st_size for p in tiny_model_dir.iterdir()) < 100_000_000
 
 
+def test_tiny_model_writes_the_shape_of_harmony(engine: TransformersEngine, prompt: list[int]) -> None:
+    """Greedy: a final answer; sampled: every channel, messages that end, turns that end."""
+    from openchatml import StreamParser
+    from openchatml.messages import Role
+
+    def messages(ids: list[int]) -> list[Any]:
+        parser = StreamParser(Role.ASSISTANT, strict=False, allow_truncated=True)
+        parser.feed_tokens(ids)
+        parser.close()
+        return list(parser.messages)
+
+    encoding = load_encoding()
+    greedy = tokens(engine, prompt, SamplingParams(max_tokens=24, temperature=0))
+    assert encoding.decode(greedy[:3]) == "<|channel|>final<|message|>"
+    channels: set[str | None] = set()
+    ends = 0
+    for seed in range(12):
+        ids = tokens(
+            engine,
+            prompt,
+            SamplingParams(max_tokens=120, temperature=1.0, seed=seed, stop_token_ids=EOS_TOKEN_IDS),
+        )
+        found = messages(ids)
+        assert found and all(m.author.role is Role.ASSISTANT for m in found)
+        channels |= {m.channel for m in found}
+        ends += ids[-1] == 200002
+    assert channels == {"final", "analysis", "commentary"}
+    assert ends >= 3
+
+
 def test_tiny_model_is_deterministic(tiny_model_dir: Path, tmp_path: Path) -> None:
     tiny.build_tiny_model(tmp_path, seed=0)
     for name in ("model.safetensors", "config.json", "generation_config.json", "tokenizer.json"):

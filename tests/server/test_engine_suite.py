@@ -218,21 +218,29 @@ def test_background_poll_and_cancel(server: CliServer) -> None:
 
 def test_client_disconnect_stops_generation(server: CliServer) -> None:
     body = {"model": MODEL, "input": "Go on forever.", "stream": True, "max_output_tokens": 3000}
-    with (
-        httpx.Client(base_url=server.url, timeout=60) as http,
-        http.stream("POST", "/v1/responses", json=body) as reply,
-    ):
-        lines = reply.iter_lines()
-        first = json.loads(next(line for line in lines if line.startswith("data: "))[len("data: ") :])
-        time.sleep(0.5)
-        during = running_count(server.url, "openchatml_responses_running")
-    assert during == 1
-    assert settle(server.url, "openchatml_responses_running") == 0, "generation went on after the client left"
-    if server.upstream:
-        assert settle(server.upstream, "vllm:num_requests_running") == 0
-    stored = server.client().responses.retrieve(first["response"]["id"])
-    assert stored.status == "cancelled"
-    assert 0 < stored.usage.output_tokens < 3000
+    for seed in range(8):  # a random model may end its turn on its own first: try another seed
+        with (
+            httpx.Client(base_url=server.url, timeout=60) as http,
+            http.stream("POST", "/v1/responses", json={**body, "seed": seed}) as reply,
+        ):
+            lines = reply.iter_lines()
+            first = json.loads(next(line for line in lines if line.startswith("data: "))[len("data: ") :])
+            time.sleep(0.2)
+            during = running_count(server.url, "openchatml_responses_running")
+        stored = server.client().responses.retrieve(first["response"]["id"])
+        if during == 0:
+            assert stored.status == "completed"
+            continue
+        assert settle(server.url, "openchatml_responses_running") == 0, (
+            "generation went on after the client left"
+        )
+        if server.upstream:
+            assert settle(server.upstream, "vllm:num_requests_running") == 0
+        stored = server.client().responses.retrieve(first["response"]["id"])
+        assert stored.status == "cancelled"
+        assert 0 < stored.usage.output_tokens < 3000
+        return
+    pytest.fail("every seed ended its turn within 0.2 s")
 
 
 def test_websocket_turns(server: CliServer) -> None:

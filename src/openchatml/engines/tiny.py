@@ -4,8 +4,14 @@
 ``$OPENCHATML_HOME/models/tiny-gpt-oss``: a normal Hugging Face folder (``config.json``,
 ``model.safetensors``, ``tokenizer.json``, ``tokenizer_config.json``,
 ``generation_config.json``) that ``transformers`` and vLLM load like any gpt-oss
-checkpoint. Its token ids are exactly those of :func:`openchatml.load_encoding`; what it
-says is noise, but the same noise for the same seed.
+checkpoint. Its token ids are exactly those of :func:`openchatml.load_encoding`.
+
+Its weights are random (the same for the same seed) except for a few hand-set rows that
+give it the shape of Harmony (:data:`SHAPE`): after ``assistant`` it opens a channel
+(``final``, ``analysis`` or ``commentary``), then ``<|message|>``, then words drawn from a
+peaked random distribution, ending a message now and then with ``<|end|>`` (and a new
+``<|start|>assistant``) or the turn with ``<|return|>``. So a server over it streams real
+reasoning and message items made of noise; greedy decoding writes a ``final`` answer.
 """
 
 from __future__ import annotations
@@ -20,7 +26,16 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..encoding import O200K_PATTERN, o200k_base_bytes
-from ..tokens import CALL_ID, FIRST_SPECIAL_ID, RETURN_ID, special_token_text
+from ..tokens import (
+    CALL_ID,
+    CHANNEL_ID,
+    END_ID,
+    FIRST_SPECIAL_ID,
+    MESSAGE_ID,
+    RETURN_ID,
+    START_ID,
+    special_token_text,
+)
 from .base import EngineError
 
 TINY_MODEL_NAME: Final = "tiny-gpt-oss"
@@ -36,7 +51,25 @@ EOS_TOKEN_IDS: Final = (RETURN_ID, CALL_ID, ENDOFTEXT_ID)
 
 CONTEXT_LENGTH: Final = 4096
 
-_RECIPE: Final = 1
+_RECIPE: Final = 2
+
+_ASSISTANT, _ANALYSIS, _FINAL, _COMMENT, _ARY = 173781, 35644, 17196, 12606, 815
+SHAPE: Final[dict[int, dict[int, float]]] = {
+    _ASSISTANT: {CHANNEL_ID: 25.0},
+    CHANNEL_ID: {_FINAL: 25.5, _ANALYSIS: 25.0, _COMMENT: 24.5},
+    _FINAL: {MESSAGE_ID: 25.0},
+    _ANALYSIS: {MESSAGE_ID: 25.0},
+    _COMMENT: {_ARY: 25.0},
+    _ARY: {MESSAGE_ID: 25.0},
+    END_ID: {START_ID: 25.0},
+    START_ID: {_ASSISTANT: 25.0},
+}
+"""Token → the logits it gives the tokens that may follow it (``assistant``, ``analysis``,
+``final``, ``comment`` + ``ary`` are their o200k ids). Any other token gives about 11 to
+``<|end|>`` and 10 to ``<|return|>``, against words whose logits spread with a standard
+deviation of 3: a message runs a few hundred tokens."""
+_TEXT_END: Final = {END_ID: 11.0, RETURN_ID: 10.0}
+_TEXT_SPREAD: Final = 3.0
 _STAMP: Final = "openchatml-tiny.json"
 _INSTALL_HINT: Final = "the tiny model needs torch and transformers: pip install 'openchatml[transformers]'"
 
@@ -121,7 +154,7 @@ def build_tiny_model(folder: Path, *, seed: int = 0) -> None:
         torch.manual_seed(seed)
         model = hf.GptOssForCausalLM(config)
         with torch.no_grad():
-            model.get_input_embeddings().weight.normal_(0.0, 1.0)
+            _shape_weights(model.get_input_embeddings().weight, model.get_output_embeddings().weight)
     model = model.to(torch.bfloat16)
     model.generation_config = hf.GenerationConfig(
         bos_token_id=STARTOFTEXT_ID, eos_token_id=list(EOS_TOKEN_IDS), pad_token_id=ENDOFTEXT_ID
@@ -137,6 +170,35 @@ def build_tiny_model(folder: Path, *, seed: int = 0) -> None:
     _write_tokenizer(folder)
     (folder / _STAMP).write_text(json.dumps({"recipe": _RECIPE, "seed": seed}) + "\n")
     folder.chmod(0o755)
+
+
+def _shape_weights(embed: Any, unembed: Any) -> None:
+    """Set the embedding and unembedding rows that give the model the shape of Harmony.
+
+    Through two layers of small random weights, the last hidden state stays close to the
+    embedding of the last token, so its logits are, to a good approximation, ``unembed @
+    rmsnorm(embed[token])``. Dimension ``k`` of the first ``len(SHAPE)`` ones is a switch,
+    the only one ``SHAPE``'s ``k``-th token has (its next tokens read it); one more
+    dimension is on for every other token (``<|end|>`` and ``<|return|>`` read it), whose
+    other dimensions are N(0, 1) noise that spreads the logits of words.
+    """
+    size = embed.shape[1]
+    text_dim = len(SHAPE)
+    noise = size - text_dim - 1
+    on = 4.0
+    embed.normal_(0.0, 1.0)
+    embed[:, : text_dim + 1] = 0.0
+    embed[:, text_dim] = on
+    unembed.normal_(0.0, _TEXT_SPREAD / noise**0.5)
+    unembed[:, : text_dim + 1] = 0.0
+    for k, (token, targets) in enumerate(SHAPE.items()):
+        embed[token] = 0.0
+        embed[token, k] = on
+        for target, logit in targets.items():
+            unembed[target, k] = logit / size**0.5  # a lone switch is sqrt(size) after RMSNorm
+    text_on = on / ((on * on + noise) / size) ** 0.5  # the text switch after RMSNorm
+    for target, logit in _TEXT_END.items():
+        unembed[target, text_dim] = logit / text_on
 
 
 def _write_legacy_rope(path: Path) -> None:
