@@ -25,8 +25,8 @@ __all__ = ["ConfigError", "ServerConfig", "build", "serve"]
 
 
 async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda line: None) -> FastAPI:
-    """The app for ``config``: engine loaded, store opened (unfinished responses of a
-    previous run marked failed, expired ones evicted). Raises :class:`ConfigError`."""
+    """The app for ``config``: engine loaded, store opened (responses that stopped servers
+    left unfinished marked failed, expired ones evicted). Raises :class:`ConfigError`."""
     say(f"loading model {config.model if not config.upstream else config.upstream} …")
     engine = await open_engine(config)
     store = open_store(config)
@@ -35,7 +35,7 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
         interrupted = await store.interrupt_unfinished()
         evicted = await store.evict(int(time.time()))
         if interrupted or evicted:
-            say(f"store: {interrupted} unfinished response(s) marked failed, {evicted} expired removed")
+            say(f"store: {interrupted} response(s) left by stopped servers marked failed, {evicted} expired removed")
     service = ResponseService(
         engine,
         store,

@@ -83,6 +83,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service.start_maintenance()
         yield
         await service.aclose()
         if on_shutdown is not None:

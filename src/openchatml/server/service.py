@@ -48,6 +48,9 @@ class ServiceSettings:
     prompt: PromptSettings = field(default_factory=PromptSettings)
     ttl_seconds: int | None = 30 * 24 * 3600
     background_linger_seconds: float = 60.0
+    maintenance_seconds: float = 10.0
+    """How often the store hears this server is alive, and fails what dead ones left and
+    evicts what expired (keep it well under the store's lease)."""
 
 
 class Run:
@@ -341,6 +344,35 @@ class ResponseService:
         snapshot = run.snapshot
         assert snapshot is not None
         return snapshot
+
+    async def maintain_once(self, now: int | None = None) -> None:
+        """One round of store upkeep: heartbeat, fail what dead runners left, evict what
+        expired."""
+        if self.store is None:
+            return
+        at = int(time.time()) if now is None else now
+        await self.store.heartbeat(at)
+        interrupted = await self.store.interrupt_unfinished(at)
+        evicted = await self.store.evict(at)
+        if interrupted or evicted:
+            log.info("store: %d response(s) of stopped servers marked failed, %d expired", interrupted, evicted)
+
+    def start_maintenance(self) -> None:
+        """Run :meth:`maintain_once` every ``maintenance_seconds`` until :meth:`aclose`."""
+        if self.store is None:
+            return
+
+        async def loop() -> None:
+            while True:
+                await asyncio.sleep(self.settings.maintenance_seconds)
+                try:
+                    await self.maintain_once()
+                except Exception:  # a database hiccup: try again next round
+                    log.exception("store upkeep failed")
+
+        task = asyncio.get_running_loop().create_task(loop())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def aclose(self) -> None:
         """Cancel what still runs."""

@@ -58,7 +58,11 @@ class Store(Protocol):
     """Where responses live. Every method is safe to call from the event loop."""
 
     async def open(self) -> None:
-        """Create tables if needed."""
+        """Create tables if needed; register as a live runner."""
+        ...
+
+    async def heartbeat(self, now: int) -> None:
+        """Say this store's runner is still alive at ``now`` (call it well within the lease)."""
         ...
 
     async def close(self) -> None:
@@ -96,8 +100,9 @@ class Store(Protocol):
         """Input or output items of ``owner``'s responses by id (for ``item_reference``)."""
         ...
 
-    async def interrupt_unfinished(self) -> int:
-        """Mark responses left ``queued`` / ``in_progress`` by a dead server as failed; how many."""
+    async def interrupt_unfinished(self, now: int | None = None) -> int:
+        """Mark responses left ``queued`` / ``in_progress`` by a dead runner (closed, or its
+        lease expired by ``now``) as failed; how many."""
         ...
 
     async def evict(self, now: int) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .sql import SCHEMA, Connection, SQLStore
+from .sql import SCHEMA, Connection, SQLStore, migrate
 
 
 class PostgresStore(SQLStore):
@@ -15,8 +15,8 @@ class PostgresStore(SQLStore):
 
     placeholder = "%s"
 
-    def __init__(self, url: str) -> None:
-        super().__init__()
+    def __init__(self, url: str, *, lease_seconds: int = 30) -> None:
+        super().__init__(lease_seconds=lease_seconds)
         self.url = url
 
     def __repr__(self) -> str:
@@ -32,4 +32,5 @@ class PostgresStore(SQLStore):
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(7316852)")  # one process creates the tables
             conn.execute(SCHEMA.replace("INTEGER", "BIGINT"))
+            migrate(conn)
         return conn  # type: ignore[no-any-return]

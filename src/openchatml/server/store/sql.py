@@ -1,7 +1,10 @@
 """The store over SQL: the tables and queries SQLite and PostgreSQL share.
 
-Two tables: ``responses`` (snapshot JSON, owner, expiry) and ``items`` (input and output
-items by position, indexed by item id for ``item_reference``). One connection per store,
+Three tables: ``responses`` (snapshot JSON, owner, expiry, the runner generating it),
+``items`` (input and output items by position, indexed by item id for
+``item_reference``) and ``runners`` (one row per live store, with the time it last
+said so). Several servers may share one database: a response left unfinished is marked
+failed only once its runner has closed or has not been seen for ``lease_seconds``. One connection per store,
 used from a worker thread under a lock, so the event loop never waits on the database.
 Subclasses say how to connect and how to begin a write transaction; queries are written
 with ``?`` placeholders and translated by :meth:`SQLStore._sql`.
@@ -12,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
@@ -29,7 +33,8 @@ CREATE TABLE IF NOT EXISTS responses (
     expires_at INTEGER,
     status TEXT NOT NULL,
     previous_id TEXT,
-    body TEXT NOT NULL
+    body TEXT NOT NULL,
+    runner TEXT
 );
 CREATE INDEX IF NOT EXISTS responses_expiry ON responses (expires_at);
 CREATE INDEX IF NOT EXISTS responses_status ON responses (status);
@@ -42,7 +47,14 @@ CREATE TABLE IF NOT EXISTS items (
     PRIMARY KEY (response_id, role, position)
 );
 CREATE INDEX IF NOT EXISTS items_by_id ON items (item_id);
+CREATE TABLE IF NOT EXISTS runners (
+    id TEXT PRIMARY KEY,
+    seen_at INTEGER NOT NULL
+);
 """
+
+COLUMNS_ADDED: Final = (("responses", "runner", "TEXT"),)
+"""Columns later versions added to existing tables: (table, column, type)."""
 
 MAX_CHAIN: Final = 10_000
 """The longest ``previous_response_id`` chain followed."""
@@ -68,9 +80,11 @@ class SQLStore:
     begin: str = "BEGIN"
     placeholder: str = "?"
 
-    def __init__(self) -> None:
+    def __init__(self, *, lease_seconds: int = 30) -> None:
         self._conn: Connection | None = None
         self._lock = threading.Lock()
+        self.runner = uuid.uuid4().hex
+        self.lease_seconds = lease_seconds
 
     def _connect(self) -> Connection:
         raise NotImplementedError
@@ -85,7 +99,9 @@ class SQLStore:
         def call() -> T:
             with self._lock:
                 if self._conn is None:
-                    self._conn = self._connect()
+                    conn = self._connect()
+                    self._beat(conn, int(time.time()))
+                    self._conn = conn
                 return fn(self._conn)
 
         return await asyncio.to_thread(call)
@@ -104,15 +120,31 @@ class SQLStore:
             )
 
     async def open(self) -> None:
-        """Connect and create the tables."""
+        """Connect, create the tables, and register this store as a live runner."""
         await self._run(lambda conn: None)
 
+    def _beat(self, conn: Connection, now: int) -> None:
+        self._x(
+            conn,
+            "INSERT INTO runners (id, seen_at) VALUES (?, ?) "
+            "ON CONFLICT (id) DO UPDATE SET seen_at = excluded.seen_at",
+            (self.runner, now),
+        )
+
+    async def heartbeat(self, now: int) -> None:
+        """Say this store's runner is alive at ``now``."""
+        await self._run(lambda conn: self._beat(conn, now))
+
     async def close(self) -> None:
-        """Close the connection."""
+        """Unregister the runner (what it left unfinished is then another store's to fail)
+        and close the connection."""
 
         def shut(conn: Connection) -> None:
-            conn.close()
-            self._conn = None
+            try:
+                self._x(conn, "DELETE FROM runners WHERE id = ?", (self.runner,))
+            finally:
+                conn.close()
+                self._conn = None
 
         if self._conn is not None:
             await self._run(shut)
@@ -125,8 +157,8 @@ class SQLStore:
             with self._transaction(conn):
                 self._x(
                     conn,
-                    "INSERT INTO responses (id, owner, created_at, expires_at, status, previous_id, body) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO responses (id, owner, created_at, expires_at, status, previous_id, body, "
+                    "runner) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                     (
                         record.id,
                         record.owner,
@@ -135,6 +167,7 @@ class SQLStore:
                         record.status,
                         record.previous_response_id,
                         _dump(body),
+                        self.runner,
                     ),
                 )
                 self._write_items(conn, record.id, "input", record.input_items)
@@ -268,21 +301,32 @@ class SQLStore:
 
         return await self._run(read)
 
-    async def interrupt_unfinished(self) -> int:
-        """Mark responses a dead server left unfinished as ``failed``."""
+    async def interrupt_unfinished(self, now: int | None = None) -> int:
+        """Mark unfinished responses whose runner is gone as ``failed``: it closed, or was
+        last seen more than ``lease_seconds`` before ``now`` (default: the time). Forget
+        runners gone that long. Never touches this store's own responses."""
+        at = int(time.time()) if now is None else now
 
         def write(conn: Connection) -> int:
             rows = self._x(
-                conn, "SELECT id, body FROM responses WHERE status IN (?, ?)", UNFINISHED
+                conn,
+                "SELECT id, body FROM responses WHERE status IN (?, ?) AND (runner IS NULL OR "
+                "(runner <> ? AND runner NOT IN (SELECT id FROM runners WHERE seen_at >= ?)))",
+                (*UNFINISHED, self.runner, at - self.lease_seconds),
             ).fetchall()
             with self._transaction(conn):
                 for rid, raw in rows:
                     body = interrupted(orjson.loads(raw))
                     self._x(
                         conn,
-                        "UPDATE responses SET status = ?, body = ? WHERE id = ?",
-                        (body["status"], _dump(body), rid),
+                        "UPDATE responses SET status = ?, body = ? WHERE id = ? AND status IN (?, ?)",
+                        (body["status"], _dump(body), rid, *UNFINISHED),
                     )
+                self._x(
+                    conn,
+                    "DELETE FROM runners WHERE seen_at < ? AND id <> ?",
+                    (at - self.lease_seconds, self.runner),
+                )
             return len(rows)
 
         return await self._run(write)
@@ -298,6 +342,14 @@ class SQLStore:
                 return int(cur.rowcount)
 
         return await self._run(write)
+
+
+def migrate(conn: Connection) -> None:
+    """Add the columns of :data:`COLUMNS_ADDED` that an older database lacks."""
+    for table, column, kind in COLUMNS_ADDED:
+        names = {d[0] for d in conn.execute(f"SELECT * FROM {table} LIMIT 0").description}
+        if column not in names:
+            conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
 
 
 def interrupted(body: dict[str, Any]) -> dict[str, Any]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from .sql import SCHEMA, Connection, SQLStore
+from .sql import SCHEMA, Connection, SQLStore, migrate
 
 
 class SQLiteStore(SQLStore):
@@ -13,8 +13,8 @@ class SQLiteStore(SQLStore):
 
     begin = "BEGIN IMMEDIATE"
 
-    def __init__(self, path: str | Path) -> None:
-        super().__init__()
+    def __init__(self, path: str | Path, *, lease_seconds: int = 30) -> None:
+        super().__init__(lease_seconds=lease_seconds)
         self.path = str(path)
 
     def __repr__(self) -> str:
@@ -28,5 +28,14 @@ class SQLiteStore(SQLStore):
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA foreign_keys=ON")
         conn.execute("PRAGMA busy_timeout=5000")
-        conn.executescript(SCHEMA)
+        conn.execute("BEGIN IMMEDIATE")  # one process creates or migrates the tables
+        try:
+            for statement in SCHEMA.split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            migrate(conn)
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        conn.execute("COMMIT")
         return conn
