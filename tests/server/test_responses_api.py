@@ -628,3 +628,26 @@ def test_upkeep_evicts_expired_responses_while_serving(serve: Any, tmp_path: Any
     with sqlite3.connect(tmp_path / "store.sqlite3") as conn:
         assert conn.execute("SELECT count(*) FROM items").fetchone() == (0,)
         assert conn.execute("SELECT count(*) FROM runners").fetchone() == (1,)
+
+
+def test_websocket_cache_keeps_the_most_recent_responses(serve: Any) -> None:
+    from websockets.sync.client import connect
+
+    from openchatml.server.app import WS_CACHED_RESPONSES
+
+    server = serve(ScriptedEngine(completion(ANSWER)))
+    with connect(server.url.replace("http", "ws") + "/v1/responses") as ws:
+
+        def create(**fields: Any) -> dict[str, Any]:
+            message = {"type": "response.create", "model": "scripted-model", "input": "x", "store": False}
+            ws.send(json.dumps({**message, **fields}))
+            while True:
+                event = json.loads(ws.recv(timeout=20))
+                if event["type"] in ("response.completed", "error"):
+                    return event
+
+        ids = [create()["response"]["id"] for _ in range(WS_CACHED_RESPONSES + 1)]
+        assert create(previous_response_id=ids[1])["type"] == "response.completed"
+        gone = create(previous_response_id=ids[0])
+        assert gone["type"] == "error" and gone["status"] == 404
+        assert gone["error"]["code"] == "previous_response_not_found"

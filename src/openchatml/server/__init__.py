@@ -35,7 +35,7 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
         interrupted = await store.interrupt_unfinished()
         evicted = await store.evict(int(time.time()))
         if interrupted or evicted:
-            say(f"store: {interrupted} response(s) left by stopped servers marked failed, {evicted} expired removed")
+            say(f"store: {interrupted} left by stopped servers marked failed, {evicted} expired removed")
     service = ResponseService(
         engine,
         store,

@@ -42,6 +42,9 @@ log = logging.getLogger("openchatml.server")
 
 DONE: Final = b"data: [DONE]\n\n"
 _WS_FORBIDDEN: Final = ("stream", "stream_options", "background")
+WS_CACHED_RESPONSES: Final = 8
+"""How many ``store: false`` responses a WebSocket connection keeps to chain from (the
+most recent ones; each holds its whole conversation)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,7 +323,7 @@ async def _websocket_session(
 ) -> None:
     """One WebSocket connection: ``response.create`` messages in, streaming events out,
     one response in flight at a time; ``store: false`` responses chain through a cache
-    of this connection."""
+    of this connection (its :data:`WS_CACHED_RESPONSES` most recent responses)."""
     try:
         owner = caller(socket)
     except APIError as exc:
@@ -342,6 +345,8 @@ async def _websocket_session(
         snapshot = run.snapshot
         if snapshot is not None:
             local[run.response_id] = items + list(snapshot.get("output") or [])
+            while len(local) > WS_CACHED_RESPONSES:
+                del local[next(iter(local))]
 
     try:
         while True:
