@@ -17,7 +17,7 @@ from typing import Any, Final
 
 from ..encoding import Encoding
 from ..engines.base import Chunk, Engine, EngineError, SamplingParams
-from ..messages import Conversation
+from ..messages import Conversation, Role
 from ..render import CoTPolicy, Profile, RenderConfig, Renderer
 from ..tokens import CALL_ID, RETURN_ID
 from .errors import RequestError
@@ -47,8 +47,18 @@ def prepare(
     encoding: Encoding | None = None,
 ) -> Prepared:
     """Prompt ids and sampling settings for ``request``; raises :class:`RequestError`
-    (``context_length_exceeded``) when the prompt leaves no room to answer."""
-    prompt = Renderer(_RENDER, encoding).completion_tokens(conversation)
+    (``context_length_exceeded``) when the prompt leaves no room to answer.
+
+    With ``truncation: "auto"`` a prompt that does not fit loses its oldest messages after
+    the system and developer ones (as few as leave room for ``max_output_tokens``, or for
+    one token) before it is refused.
+    """
+    renderer = Renderer(_RENDER, encoding)
+    prompt = renderer.completion_tokens(conversation)
+    if context_length is not None and request.truncation == "auto":
+        wanted = request.max_output_tokens or 1
+        wanted = wanted if wanted < context_length else 1
+        prompt = _truncated(renderer, conversation, prompt, context_length - wanted)
     room = None if context_length is None else context_length - len(prompt)
     if room is not None and room < 1:
         raise RequestError(
@@ -73,6 +83,34 @@ def prepare(
         logprobs=(request.top_logprobs or 0) if request.wants_logprobs else None,
     )
     return Prepared(prompt, params)
+
+
+def _truncated(renderer: Renderer, conversation: Conversation, prompt: list[int], budget: int) -> list[int]:
+    """``prompt`` if it has at most ``budget`` ids; else the prompt of ``conversation``
+    without the fewest oldest non-system messages that brings it within budget (at least
+    the last message stays; the result may still be too long)."""
+    if len(prompt) <= budget:
+        return prompt
+    messages = conversation.messages
+    lead = 0
+    while lead < len(messages) and messages[lead].author.role in (Role.SYSTEM, Role.DEVELOPER):
+        lead += 1
+
+    def without(dropped: int) -> list[int]:
+        kept = messages[:lead] + messages[lead + dropped :]
+        return renderer.completion_tokens(Conversation(kept, conversation.header))
+
+    most = len(messages) - lead - 1  # at least the last message stays
+    if most < 1 or len(without(most)) > budget:
+        return prompt if most < 1 else without(most)
+    low, high = 1, most
+    while low < high:  # the fewest dropped that fits (the prompt shrinks as more are dropped)
+        middle = (low + high) // 2
+        if len(without(middle)) <= budget:
+            high = middle
+        else:
+            low = middle + 1
+    return without(low)
 
 
 async def run_events(
