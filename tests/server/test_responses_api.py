@@ -651,3 +651,34 @@ def test_websocket_cache_keeps_the_most_recent_responses(serve: Any) -> None:
         gone = create(previous_response_id=ids[0])
         assert gone["type"] == "error" and gone["status"] == 404
         assert gone["error"]["code"] == "previous_response_not_found"
+
+
+def test_truncation_auto_drops_the_oldest_items(serve: Any) -> None:
+    engine = ScriptedEngine(completion(ANSWER), context_length=400)
+    server = serve(engine)
+    items = [{"type": "message", "role": "user", "content": f"note {i}: " + "word " * 40} for i in range(8)]
+    body = {"model": "scripted-model", "input": items, "instructions": "Be brief.", "max_output_tokens": 50}
+    with server.http() as http:
+        refused = http.post("/v1/responses", json=body)
+        kept = http.post("/v1/responses", json={**body, "truncation": "auto"})
+        hopeless = http.post(
+            "/v1/responses",
+            json={**body, "truncation": "auto", "input": "word " * 600, "max_output_tokens": 10},
+        )
+    assert refused.status_code == 400 and refused.json()["error"]["code"] == "context_length_exceeded"
+    assert kept.status_code == 200, kept.text
+    validate(kept.json(), "ResponseResource")
+    assert kept.json()["truncation"] == "auto"
+    prompt = engine.prompts[-1]
+    text = prompt_text(engine)
+    assert len(prompt) <= 400 - 50
+    assert "Be brief." in text and "note 7:" in text and "note 0:" not in text
+    dropped = sum(f"note {i}:" not in text for i in range(8))
+    assert dropped < 8 and all(f"note {i}:" in text for i in range(dropped, 8))  # the oldest went
+    assert kept.json()["usage"]["input_tokens"] == len(prompt)
+    # keeping one more message would not have left room for max_output_tokens
+    shorter = {**body, "truncation": "disabled", "input": items[dropped - 1 :], "max_output_tokens": 1}
+    with server.http() as http:
+        counted = http.post("/v1/responses/input_tokens", json=shorter).json()
+    assert counted.get("input_tokens", 401) > 400 - 50  # too long for room to answer, or refused
+    assert hopeless.status_code == 400 and hopeless.json()["error"]["code"] == "context_length_exceeded"
