@@ -474,13 +474,16 @@ def test_usage_chunk_and_comments_are_skipped(upstream: Running, stub: Stub) -> 
     assert _run(upstream.url, body) == [[11, 12], [13], [14, 15, 16]]
 
 
-def test_finished_stream_reuses_the_connection(upstream: Running, stub: Stub) -> None:
+def test_each_stream_has_a_connection_of_its_own(upstream: Running, stub: Stub) -> None:
+    """No kept-alive connection is reused: reuse stalled streams behind vLLM's server."""
+
     async def body(engine: UpstreamEngine) -> None:
         for _ in range(3):
             assert await _collect(engine, _params(script=[[1], [RETURN]])) == [[1], [RETURN]]
 
     _run(upstream.url, body)
-    assert len({seen.client_port for seen in stub.requests}) == 1
+    ports = [seen.client_port for seen in stub.requests if seen.path.endswith("/completions")]
+    assert len(ports) == 3 and len(set(ports)) == 3
 
 
 @pytest.mark.parametrize("status", [400, 500])
