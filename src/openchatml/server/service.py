@@ -355,7 +355,9 @@ class ResponseService:
         interrupted = await self.store.interrupt_unfinished(at)
         evicted = await self.store.evict(at)
         if interrupted or evicted:
-            log.info("store: %d response(s) of stopped servers marked failed, %d expired", interrupted, evicted)
+            log.info(
+                "store: %d response(s) of stopped servers marked failed, %d expired", interrupted, evicted
+            )
 
     def start_maintenance(self) -> None:
         """Run :meth:`maintain_once` every ``maintenance_seconds`` until :meth:`aclose`."""
