@@ -201,11 +201,7 @@ class ResponseService:
         model = self.check_model(request.model)
         history, new_input = await self.items(request, owner, local_history)
         items = history + new_input
-        conversation = await asyncio.to_thread(
-            build_conversation, request, items, settings=self.settings.prompt, sealer=self.sealer
-        )
-        info = self.engine.info
-        prepared = await asyncio.to_thread(prepare, request, conversation, context_length=info.context_length)
+        prepared = await asyncio.to_thread(self._prepare, request, items)
         state = ResponseState(
             ids.response_id(),
             request,
@@ -223,6 +219,13 @@ class ResponseService:
         run.task = asyncio.create_task(self._drive(run, stream, prepared, items), name=f"response {state.id}")
         self.metrics.started()
         return run
+
+    def _prepare(self, request: ResponseRequest, items: list[dict[str, Any]]) -> Prepared:
+        """The prompt and sampling settings of ``request`` over ``items`` (one worker-thread
+        hop for both steps: under many concurrent requests, each hop costs more than the
+        work of a usual prompt)."""
+        conversation = build_conversation(request, items, settings=self.settings.prompt, sealer=self.sealer)
+        return prepare(request, conversation, context_length=self.engine.info.context_length)
 
     async def _drive(
         self, run: Run, stream: ResponseStream, prepared: Prepared, items: list[dict[str, Any]]
