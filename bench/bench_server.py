@@ -33,7 +33,6 @@ import contextlib
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -52,6 +51,9 @@ os.environ.setdefault(
 )
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "server"))
+
+from cli_server import CliServer
 
 import vllm_harness
 from openchatml.engines.tiny import ensure_tiny_model
@@ -177,28 +179,11 @@ async def measure(requests: dict[str, Request], streams: int, tokens: int, round
 @contextlib.contextmanager
 def ours_over(vllm: str, home: Path) -> Iterator[str]:
     """``openchatml serve --upstream vllm`` on a free port, its data in ``home``."""
-    port = vllm_harness.free_port()
-    command = [sys.executable, "-c", "from openchatml.cli import main; main()", "serve", "--upstream", vllm]
-    command += ["--port", str(port), "--data-dir", str(home)]
-    log = (home / "serve.log").open("wb")
-    process = subprocess.Popen(
-        command, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "OPENCHATML_HOME": str(home)}
-    )
-    url = f"http://127.0.0.1:{port}"
+    server = CliServer(["--upstream", vllm], home)
     try:
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"openchatml serve did not start:\n{(home / 'serve.log').read_text()}")
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(f"{url}/health", timeout=2).status_code == 200:
-                    break
-            time.sleep(0.2)
-        yield url
+        yield server.url
     finally:
-        process.terminate()
-        process.wait(30)
-        log.close()
+        server.stop()
 
 
 @contextlib.contextmanager
