@@ -114,7 +114,9 @@ async def _stream(client: httpx.AsyncClient, url: str, body: dict[str, Any], *, 
             elif first is None and responses and line.startswith("event: ") and line.endswith(".delta"):
                 first = time.perf_counter()
     ended = time.perf_counter()
-    final = json.loads(last_data[len("data: ") :])
+    final = json.loads(last_data[len("data: ") :]) if last_data else {}
+    if responses and final.get("type") not in ("response.completed", "response.incomplete"):
+        raise RuntimeError(f"{url} ended its stream with {last_data[:800]!r}")
     if responses:
         tokens = int(final["response"]["usage"]["output_tokens"])
     else:

@@ -212,12 +212,25 @@ class ResponseService:
         stream = ResponseStream(state, prompt_tokens=len(prepared.prompt), sealer=self.sealer)
         run = Run(state.id, owner, request.background)
         run.stream = stream
+        created: asyncio.Future[None] | None = None
         if request.store and self.store is not None:
             expires = int(time.time()) + self.settings.ttl_seconds if self.settings.ttl_seconds else None
-            await self.store.create(StoredResponse(state.id, owner, state.to_json(), new_input, expires))
-        self.runs[state.id] = run
-        run.task = asyncio.create_task(self._drive(run, stream, prepared, items), name=f"response {state.id}")
+            record = StoredResponse(state.id, owner, state.to_json(), new_input, expires)
+            created = asyncio.ensure_future(self.store.create(record))
+        # the engine starts while the store writes: no prefill waits on the database
         self.metrics.started()
+        run.task = asyncio.create_task(
+            self._drive(run, stream, prepared, created), name=f"response {state.id}"
+        )
+        if created is not None:
+            try:
+                await asyncio.shield(created)
+            except BaseException:  # not stored (or the caller left): nothing runs on
+                run.task.cancel()
+                with contextlib.suppress(BaseException):
+                    await run.task
+                raise
+        self.runs[state.id] = run
         return run
 
     def _prepare(self, request: ResponseRequest, items: list[dict[str, Any]]) -> Prepared:
@@ -228,10 +241,10 @@ class ResponseService:
         return prepare(request, conversation, context_length=self.engine.info.context_length)
 
     async def _drive(
-        self, run: Run, stream: ResponseStream, prepared: Prepared, items: list[dict[str, Any]]
+        self, run: Run, stream: ResponseStream, prepared: Prepared, created: asyncio.Future[None] | None
     ) -> None:
-        request = stream.state.request
-        stored = request.store and self.store is not None
+        """Run the engine into ``run``'s events; with ``created`` (the store's first write,
+        still under way) every later write waits for it, and is skipped if it failed."""
         started = time.perf_counter()
         first_token: float | None = None
         try:
@@ -240,7 +253,8 @@ class ResponseService:
                 if first_token is None and kind.endswith(".delta"):
                     first_token = time.perf_counter() - started
                 run.append(event)
-                if stored and run.background and kind == "response.output_item.done":
+                if created is not None and run.background and kind == "response.output_item.done":
+                    await created
                     await self._save(stream)
         except asyncio.CancelledError:
             for event in stream.finish("cancelled"):
@@ -254,14 +268,18 @@ class ResponseService:
             run.close()
             state = stream.state
             self.metrics.finished(state.status, stream.usage(), first_token, time.perf_counter() - started)
-            if stored:
+            if created is not None:
                 with contextlib.suppress(Exception):
-                    await asyncio.shield(self._save(stream))
+                    await asyncio.shield(self._save_after(created, stream))
             self._forget_later(run)
 
     async def _save(self, stream: ResponseStream) -> None:
         assert self.store is not None
         await self.store.update(stream.state.to_json())
+
+    async def _save_after(self, created: asyncio.Future[None], stream: ResponseStream) -> None:
+        await created
+        await self._save(stream)
 
     def _forget_later(self, run: Run) -> None:
         linger = self.settings.background_linger_seconds if run.background else 0.0
