@@ -332,7 +332,7 @@ REPAIRS: dict[str, tuple[str, list[Message], list[RepairKind], type[ParseError],
     ),
     "two channels": (
         "<|start|>assistant<|channel|>final<|channel|>analysis<|message|>b<|end|>",
-        [Message.assistant("b")],
+        [Message.assistant("b", channel="analysis")],
         [RepairKind.BROKEN_HEADER],
         HeaderError,
         (1, 54),

@@ -144,9 +144,8 @@ def parse_header(
                 author = Author(*found)
             take_words(words, bare_start)
         elif kind == "channel":
-            if channel is not None:
+            if channel is not None:  # repaired: the channel nearest the body is the one meant
                 problem(RepairKind.BROKEN_HEADER, "more than one channel")
-                continue
             if not seg or seg[0].isspace():
                 problem(RepairKind.BROKEN_HEADER, "channel marker without a channel name")
                 take_words(seg.split(), bare_after)
