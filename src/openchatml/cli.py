@@ -546,3 +546,12 @@ def serve(
         served_name=served_model_name,
     )
     sys.exit(run_server(config))
+
+
+def _add_template_commands() -> None:
+    from .template_cli import template
+
+    main.add_command(template)
+
+
+_add_template_commands()

@@ -1,0 +1,200 @@
+"""``openchatml template …``: analyse a chat template, parse a model's output with the
+parser derived from it, print grammars for its tool calls, and run parse cases.
+
+``analyze FILE`` prints the detected format as a table and as JSON; ``parse FILE
+[OUTPUT]`` turns model output into messages (``--stream`` prints the parser's deltas as
+JSON lines); ``grammar FILE --tools tools.json`` prints the tool-call grammar;
+``check CASES.json [--templates DIR]`` runs every case whole and streamed, prints the pass
+count per template and ends with ``N passed, M failed`` (exit status 1 if any failed).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+from collections import defaultdict
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import click
+
+from .interchange import conversation_to_json
+from .messages import Conversation
+from .templates.analysis import analyze
+from .templates.check import Checker, load_cases
+from .templates.environment import ChatTemplate
+from .templates.format import TemplateFormat
+from .templates.grammar import tool_call_grammar
+from .templates.output import open_parser
+from .templates.parser import ParseOptions
+
+_FILE = click.Path(dir_okay=False, exists=True, path_type=Path)
+
+
+@click.group("template")
+def template() -> None:
+    """Any model's chat template: analyse it, parse its output, build grammars."""
+
+
+def _load(path: Path) -> ChatTemplate:
+    return ChatTemplate(path.read_text(encoding="utf-8"), name=path.name)
+
+
+def _rows(value: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """``(field, value)`` rows of a format, nested fields dotted, empty ones left out."""
+    for key, item in value.items():
+        name = f"{prefix}{key}"
+        if isinstance(item, dict):
+            yield from _rows(item, f"{name}.")
+        elif item not in ("", (), [], None, False) and not (key == "mode" and item in ("none", "plain")):
+            yield name, json.dumps(item, ensure_ascii=False) if not isinstance(item, str) else repr(item)
+
+
+def format_table(fmt: TemplateFormat) -> str:
+    """The non-empty fields of ``fmt`` as an aligned two-column table."""
+    rows = list(_rows(fmt.to_json()))
+    width = max((len(name) for name, _ in rows), default=0)
+    return "\n".join(f"{name.ljust(width)}  {value}" for name, value in rows)
+
+
+@template.command("analyze")
+@click.argument("path", type=_FILE, metavar="FILE")
+@click.option("--json", "as_json", is_flag=True, help="Print only the JSON.")
+def analyze_command(path: Path, as_json: bool) -> None:
+    """Print the format detected in a chat template FILE, as a table and as JSON."""
+    fmt = analyze(_load(path))
+    if not as_json:
+        click.echo(format_table(fmt))
+        click.echo()
+    click.echo(fmt.dumps())
+
+
+def _tools(path: Path | None) -> tuple[Mapping[str, Any], ...]:
+    if path is None:
+        return ()
+    data = json.loads(path.read_text(encoding="utf-8"))
+    tools = data.get("tools", data) if isinstance(data, dict) else data
+    if not isinstance(tools, list):
+        raise click.BadParameter('expected a JSON list of tools (or {"tools": [...]})', param_hint="--tools")
+    return tuple(t if "function" in t else {"type": "function", "function": t} for t in tools)
+
+
+@template.command("parse")
+@click.argument("path", type=_FILE, metavar="FILE")
+@click.argument("output", type=click.Path(dir_okay=False, allow_dash=True, exists=True), default="-")
+@click.option("--tools", "tools_path", type=_FILE, help="JSON list of the tools offered (types arguments).")
+@click.option(
+    "--prefix", default="", help="Text the prompt already wrote of the message (e.g. '<think>\\n')."
+)
+@click.option("--keep-reasoning", is_flag=True, help="Leave reasoning in the content (do not extract it).")
+@click.option("--stream", is_flag=True, help="Feed the output in chunks and print each delta as a JSON line.")
+@click.option("--chunk", default=1, show_default=True, help="Characters per chunk with --stream.")
+def parse_command(
+    path: Path,
+    output: str,
+    tools_path: Path | None,
+    prefix: str,
+    keep_reasoning: bool,
+    stream: bool,
+    chunk: int,
+) -> None:
+    """Parse model OUTPUT (a file, or - for stdin) with the parser derived from FILE."""
+    fmt = analyze(_load(path))
+    text = sys.stdin.read() if output == "-" else Path(output).read_text(encoding="utf-8")
+    options = ParseOptions(tools=_tools(tools_path), extract_reasoning=not keep_reasoning, prefix=prefix)
+    parser = open_parser(fmt, options)
+    if stream:
+        for start in range(0, len(text), max(1, chunk)):
+            for delta in parser.feed(text[start : start + max(1, chunk)]):
+                click.echo(json.dumps(_plain(delta), ensure_ascii=False))
+        for delta in parser.finish():
+            click.echo(json.dumps(_plain(delta), ensure_ascii=False))
+    else:
+        parser.feed(text)
+        parser.finish()
+    message = parser.message
+    for warning in message.warnings:
+        click.echo(f"warning: {warning.code}: {warning.message} (at offset {warning.offset})", err=True)
+    click.echo(
+        json.dumps(
+            conversation_to_json(Conversation(tuple(message.to_messages()))), indent=2, ensure_ascii=False
+        )
+    )
+
+
+def _plain(value: Any) -> Any:
+    """A delta or trigger as a dict of its set fields."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {k: v for k, v in dataclasses.asdict(value).items() if v not in ("", -1, None)}
+    return value
+
+
+@template.command("grammar")
+@click.argument("path", type=_FILE, metavar="FILE")
+@click.option("--tools", "tools_path", type=_FILE, required=True, help="JSON list of the tools offered.")
+@click.option(
+    "--syntax",
+    type=click.Choice(["lark", "gbnf"]),
+    default="lark",
+    show_default=True,
+    help="Grammar dialect.",
+)
+@click.option("--tool-choice", default="auto", show_default=True, help="auto, required, or a function name.")
+@click.option("--no-parallel", is_flag=True, help="At most one call.")
+def grammar_command(path: Path, tools_path: Path, syntax: str, tool_choice: str, no_parallel: bool) -> None:
+    """Print the grammar of FILE's tool calls for the tools in --tools, and its triggers."""
+    fmt = analyze(_load(path))
+    choice: Any = tool_choice
+    if tool_choice not in ("auto", "required"):
+        choice = {"type": "function", "name": tool_choice}
+    grammar = tool_call_grammar(fmt, _tools(tools_path), tool_choice=choice, parallel=not no_parallel)
+    click.echo(grammar.lark if syntax == "lark" else grammar.gbnf)
+    for trigger in grammar.triggers:
+        click.echo(f"# trigger: {_plain(trigger)}", err=True)
+
+
+@template.command("check")
+@click.argument("cases_path", type=_FILE, metavar="CASES.json")
+@click.option(
+    "--templates",
+    "templates_dir",
+    type=click.Path(file_okay=False, exists=True, path_type=Path),
+    help="Folder of the templates the cases name (default: templates/ beside CASES.json, or ../templates).",
+)
+@click.option("-v", "--verbose", is_flag=True, help="Print what went wrong in each failed case.")
+def check_command(cases_path: Path, templates_dir: Path | None, verbose: bool) -> None:
+    """Run every case of CASES.json whole and streamed; print passes per template."""
+    here = cases_path.resolve().parent
+    folder = templates_dir or next(
+        (f for f in (here / "templates", here.parent / "templates") if f.is_dir()), here / "templates"
+    )
+    if not folder.is_dir():
+        raise click.BadParameter(f"no templates folder at {folder}", param_hint="--templates")
+    results = run_check(Checker(folder), load_cases(cases_path))
+    failed = 0
+    for name, (passed, total, problems) in sorted(results.items()):
+        click.echo(f"{passed:4d}/{total:<4d} {name}")
+        failed += total - passed
+        if verbose:
+            for problem in problems:
+                click.echo(f"          {problem}")
+    passed_all = sum(p for p, _, _ in results.values())
+    click.echo(f"{passed_all} passed, {failed} failed")
+    if failed:
+        raise SystemExit(1)
+
+
+def run_check(checker: Checker, cases: Sequence[Mapping[str, Any]]) -> dict[str, tuple[int, int, list[str]]]:
+    """Template → (passed, total, problems) over ``cases``."""
+    tally: dict[str, list[Any]] = defaultdict(lambda: [0, 0, []])
+    for case in cases:
+        result = checker.run(case)
+        entry = tally[result.template]
+        entry[1] += 1
+        if result.passed:
+            entry[0] += 1
+        else:
+            entry[2] += [f"case {result.id}: {p}" for p in result.problems]
+    return {name: (p, t, probs) for name, (p, t, probs) in tally.items()}

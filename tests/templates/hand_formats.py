@@ -1,0 +1,438 @@
+"""Template formats written by hand, as data: what the parser is tested with independently
+of the analysis. ``FORMATS`` maps a family to its :class:`TemplateFormat`; ``BY_TEMPLATE``
+maps a template file of ``tests/templates/data/templates`` to its family; ``ROLE_HEADERS`` gives
+the role header the family's generation prompt begins with (what is left of a generation
+prompt after it is the parse ``prefix``).
+"""
+
+from __future__ import annotations
+
+from openchatml.templates.format import (
+    CallIdPosition,
+    ContentFormat,
+    ContentMode,
+    GenerationPrompts,
+    ReasoningFormat,
+    ReasoningMode,
+    TemplateFormat,
+    ToolCallFormat,
+    ToolSyntax,
+)
+
+THINK = ReasoningFormat(ReasoningMode.TAGS, "<think>", "</think>", toggles=True)
+
+QWEN_TAGGED = ToolCallFormat(
+    syntax=ToolSyntax.TAG_TAGGED,
+    call_start="<tool_call>\n",
+    call_end="</tool_call>",
+    separator="\n",
+    parallel=True,
+    name_prefix="<function=",
+    name_suffix=">\n",
+    arguments_end="</function>\n",
+    arg_name_prefix="<parameter=",
+    arg_name_suffix=">\n",
+    arg_value_suffix="\n</parameter>\n",
+)
+
+HERMES_JSON = ToolCallFormat(
+    syntax=ToolSyntax.JSON,
+    call_start="<tool_call>\n",
+    call_end="\n</tool_call>",
+    separator="\n",
+    parallel=True,
+    key_order=("name", "arguments"),
+)
+
+IM = GenerationPrompts(default="<|im_start|>assistant\n")
+
+FORMATS: dict[str, TemplateFormat] = {
+    "qwen3.5": TemplateFormat(
+        name="qwen3.5",
+        reasoning=THINK,
+        tools=QWEN_TAGGED,
+        generation_prompt=GenerationPrompts(
+            default="<|im_start|>assistant\n<think>\n",
+            thinking="<|im_start|>assistant\n<think>\n",
+            no_thinking="<|im_start|>assistant\n<think>\n\n</think>\n\n",
+        ),
+        end_markers=("<|im_end|>",),
+    ),
+    "qwen3-coder": TemplateFormat(
+        name="qwen3-coder", tools=QWEN_TAGGED, generation_prompt=IM, end_markers=("<|im_end|>",)
+    ),
+    "hermes": TemplateFormat(
+        name="hermes", tools=HERMES_JSON, generation_prompt=IM, end_markers=("<|im_end|>",)
+    ),
+    "qwq": TemplateFormat(
+        name="qwq",
+        reasoning=THINK,
+        tools=HERMES_JSON,
+        generation_prompt=GenerationPrompts(default="<|im_start|>assistant\n<think>\n"),
+        end_markers=("<|im_end|>",),
+    ),
+    "llama3.1": TemplateFormat(
+        name="llama3.1",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON, arguments_key="parameters", key_order=("name", "parameters")
+        ),
+        generation_prompt=GenerationPrompts(default="<|start_header_id|>assistant<|end_header_id|>\n\n"),
+        end_markers=("<|eot_id|>", "<|eom_id|>"),
+    ),
+    "mistral-nemo": TemplateFormat(
+        name="mistral-nemo",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON,
+            section_start="[TOOL_CALLS]",
+            array=True,
+            parallel=True,
+            separator=", ",
+            id_key="id",
+            key_order=("name", "arguments", "id"),
+        ),
+        end_markers=("</s>",),
+    ),
+    "mistral-small-3.2": TemplateFormat(
+        name="mistral-small-3.2",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_JSON,
+            call_start="[TOOL_CALLS]",
+            parallel=True,
+            arguments_start="[ARGS]",
+            id_position=CallIdPosition.BETWEEN_NAME_AND_ARGUMENTS,
+            id_prefix="[CALL_ID]",
+        ),
+        end_markers=("</s>",),
+    ),
+    "devstral": TemplateFormat(
+        name="devstral",
+        reasoning=ReasoningFormat(ReasoningMode.TAGS, "[THINK]", "[/THINK]"),
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_JSON, call_start="[TOOL_CALLS]", parallel=True, arguments_start="[ARGS]"
+        ),
+        end_markers=("</s>",),
+    ),
+    "kimi-k2": TemplateFormat(
+        name="kimi-k2",
+        reasoning=THINK,
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_JSON,
+            section_start="<|tool_calls_section_begin|>",
+            section_end="<|tool_calls_section_end|>",
+            call_start="<|tool_call_begin|>",
+            call_end="<|tool_call_end|>",
+            parallel=True,
+            name_prefix="functions.",
+            name_suffix=":0",
+            arguments_start="<|tool_call_argument_begin|>",
+            id_position=CallIdPosition.BEFORE_NAME,
+            id_pattern="functions.{name}:{index}",
+        ),
+        generation_prompt=GenerationPrompts(default="<|im_assistant|>assistant<|im_middle|>"),
+        end_markers=("<|im_end|>",),
+    ),
+    "deepseek-r1": TemplateFormat(
+        name="deepseek-r1",
+        reasoning=THINK,
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_JSON,
+            section_start="<｜tool▁calls▁begin｜>",
+            section_end="<｜tool▁calls▁end｜>",
+            call_start="<｜tool▁call▁begin｜>",
+            call_end="<｜tool▁call▁end｜>",
+            separator="\n",
+            parallel=True,
+            name_prefix="function<｜tool▁sep｜>",
+            name_suffix="\n```json\n",
+            arguments_end="\n```",
+        ),
+        generation_prompt=GenerationPrompts(default="<｜Assistant｜><think>\n"),
+        end_markers=("<｜end▁of▁sentence｜>",),
+    ),
+    "deepseek-v3.2": TemplateFormat(
+        name="deepseek-v3.2",
+        reasoning=THINK,
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_TAGGED,
+            section_start="<｜DSML｜function_calls>\n",
+            section_end="</｜DSML｜function_calls>",
+            call_start='<｜DSML｜invoke name="',
+            call_end="</｜DSML｜invoke>\n",
+            parallel=True,
+            name_suffix='">\n',
+            arg_name_prefix='<｜DSML｜parameter name="',
+            arg_name_suffix='"',
+            arg_value_prefix=' string="true">',
+            arg_value_prefix_json=' string="false">',
+            arg_value_suffix="</｜DSML｜parameter>\n",
+        ),
+        end_markers=("<｜end▁of▁sentence｜>",),
+    ),
+    "glm-4.6": TemplateFormat(
+        name="glm-4.6",
+        reasoning=THINK,
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_TAGGED,
+            call_start="<tool_call>",
+            call_end="</tool_call>",
+            separator="\n",
+            parallel=True,
+            name_suffix="\n",
+            arg_name_prefix="<arg_key>",
+            arg_name_suffix="</arg_key>\n",
+            arg_value_prefix="<arg_value>",
+            arg_value_suffix="</arg_value>\n",
+        ),
+        end_markers=("<|user|>", "<|observation|>"),
+    ),
+    "minimax-m2": TemplateFormat(
+        name="minimax-m2",
+        reasoning=THINK,
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_TAGGED,
+            section_start="<minimax:tool_call>\n",
+            section_end="</minimax:tool_call>",
+            call_start='<invoke name="',
+            call_end="</invoke>\n",
+            parallel=True,
+            name_suffix='">\n',
+            arg_name_prefix='<parameter name="',
+            arg_name_suffix='">',
+            arg_value_suffix="</parameter>\n",
+        ),
+        end_markers=("[e~[",),
+    ),
+    "minicpm5": TemplateFormat(
+        name="minicpm5",
+        reasoning=THINK,
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_TAGGED,
+            separator="\n",
+            parallel=True,
+            name_prefix='<function name="',
+            name_suffix='">',
+            arguments_end="</function>",
+            arg_name_prefix='<param name="',
+            arg_name_suffix='">',
+            arg_value_suffix="</param>",
+            arg_value_wrap_start="<![CDATA[",
+            arg_value_wrap_end="]]>",
+        ),
+        end_markers=("<|im_end|>",),
+    ),
+    "lfm2": TemplateFormat(
+        name="lfm2",
+        reasoning=THINK,
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.PYTHONIC,
+            section_start="<|tool_call_start|>",
+            section_end="<|tool_call_end|>",
+            separator=", ",
+            array=True,
+            parallel=True,
+        ),
+        generation_prompt=IM,
+        end_markers=("<|im_end|>",),
+    ),
+    "gemma4": TemplateFormat(
+        name="gemma4",
+        reasoning=ReasoningFormat(ReasoningMode.TAGS, "<|channel>thought", "<channel|>", toggles=True),
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.OBJECT_NOTATION,
+            call_start="<|tool_call>",
+            call_end="<tool_call|>",
+            parallel=True,
+            name_prefix="call:",
+            string_quote='<|"|>',
+        ),
+        generation_prompt=GenerationPrompts(default="<|turn>model\n"),
+        end_markers=("<turn|>",),
+    ),
+    "gemma2": TemplateFormat(name="gemma2", end_markers=("<end_of_turn>",)),
+    "cohere2": TemplateFormat(
+        name="cohere2",
+        reasoning=ReasoningFormat(ReasoningMode.TAGS, "<|START_THINKING|>", "<|END_THINKING|>", toggles=True),
+        content=ContentFormat(ContentMode.ALWAYS_WRAPPED, "<|START_TEXT|>", "<|END_TEXT|>"),
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON,
+            section_start="<|START_ACTION|>",
+            section_end="<|END_ACTION|>",
+            separator=",\n",
+            array=True,
+            parallel=True,
+            name_key="tool_name",
+            arguments_key="parameters",
+            id_key="tool_call_id",
+            key_order=("tool_call_id", "tool_name", "parameters"),
+        ),
+        generation_prompt=GenerationPrompts(
+            default="<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|><|START_THINKING|>",
+            thinking="<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|><|START_THINKING|>",
+            no_thinking="<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",
+        ),
+        end_markers=("<|END_OF_TURN_TOKEN|>",),
+    ),
+    "command-r-plus": TemplateFormat(
+        name="command-r-plus",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON,
+            section_start="Action:\n```json\n",
+            section_end="\n```",
+            array=True,
+            parallel=True,
+            name_key="tool_name",
+            arguments_key="parameters",
+        ),
+        generation_prompt=GenerationPrompts(default="<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"),
+        end_markers=("<|END_OF_TURN_TOKEN|>",),
+    ),
+    "apertus": TemplateFormat(
+        name="apertus",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON,
+            section_start="<|tools_prefix|>",
+            section_end="<|tools_suffix|>",
+            array=True,
+            parallel=True,
+            name_is_key=True,
+        ),
+        end_markers=("<|assistant_end|>",),
+    ),
+    "granite-3.3": TemplateFormat(
+        name="granite-3.3",
+        reasoning=THINK,
+        content=ContentFormat(ContentMode.WRAPPED_WITH_REASONING, "<response>", "</response>"),
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON, section_start="<|tool_call|>", array=True, parallel=True
+        ),
+        end_markers=("<|end_of_text|>",),
+    ),
+    "functionary-v3.1": TemplateFormat(
+        name="functionary-v3.1",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_JSON, name_prefix="<function=", name_suffix=">", call_end="</function>"
+        ),
+        end_markers=("<|eot_id|>", "<|eom_id|>"),
+    ),
+    "functionary-v3.2": TemplateFormat(
+        name="functionary-v3.2",
+        content=ContentFormat(ContentMode.ALWAYS_WRAPPED, ">>>all\n", ""),
+        tools=ToolCallFormat(syntax=ToolSyntax.TAG_JSON, call_start=">>>", name_suffix="\n", parallel=True),
+        end_markers=("<|eot_id|>",),
+    ),
+    "firefunction-v2": TemplateFormat(
+        name="firefunction-v2",
+        tools=ToolCallFormat(syntax=ToolSyntax.JSON, section_start=" functools", array=True, parallel=True),
+        end_markers=("<|eot_id|>",),
+    ),
+    "gigachat3": TemplateFormat(
+        name="gigachat3",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON, call_start="<|message_sep|>\n\nfunction call<|role_sep|>\n"
+        ),
+    ),
+    "nemotron-nano-v2": TemplateFormat(
+        name="nemotron-nano-v2",
+        reasoning=THINK,
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON,
+            section_start="<TOOLCALL>",
+            section_end="</TOOLCALL>",
+            array=True,
+            parallel=True,
+        ),
+        end_markers=("<SPECIAL_12>",),
+    ),
+    "apriel-1.5": TemplateFormat(
+        name="apriel-1.5",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON, section_start="<tool_calls>", section_end="</tool_calls>", array=True
+        ),
+        end_markers=("<|end|>",),
+    ),
+    "gpt-oss": TemplateFormat(name="gpt-oss", harmony=True),
+}
+
+BY_TEMPLATE: dict[str, str] = {
+    "Qwen3.5-4B.jinja": "qwen3.5",
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": "qwen3.5",
+    "Qwen3-Coder.jinja": "qwen3-coder",
+    "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja": "hermes",
+    "Qwen-Qwen2.5-7B-Instruct.jinja": "hermes",
+    "MiMo-VL.jinja": "hermes",
+    "ibm-granite-granite-4.0.jinja": "hermes",
+    "Qwen-QwQ-32B.jinja": "qwq",
+    "meta-llama-Llama-3.1-8B-Instruct.jinja": "llama3.1",
+    "meta-llama-Llama-3.2-3B-Instruct.jinja": "llama3.1",
+    "mistralai-Mistral-Nemo-Instruct-2407.jinja": "mistral-nemo",
+    "Mistral-Small-3.2-24B-Instruct-2506.jinja": "mistral-small-3.2",
+    "unsloth-mistral-Devstral-Small-2507.jinja": "devstral",
+    "mistralai-Ministral-3-14B-Reasoning-2512.jinja": "devstral",
+    "Kimi-K2-Instruct.jinja": "kimi-k2",
+    "Kimi-K2-Thinking.jinja": "kimi-k2",
+    "moonshotai-Kimi-K2.jinja": "kimi-k2",
+    "llama-cpp-deepseek-r1.jinja": "deepseek-r1",
+    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja": "deepseek-r1",
+    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": "deepseek-r1",
+    "deepseek-ai-DeepSeek-V3.2.jinja": "deepseek-v3.2",
+    "GLM-4.6.jinja": "glm-4.6",
+    "openbmb-MiniCPM5-1B.jinja": "minicpm5",
+    "LFM2-8B-A1B.jinja": "lfm2",
+    "LFM2.5-8B-A1B.jinja": "lfm2",
+    "LFM2.5-Instruct.jinja": "lfm2",
+    "google-gemma-4-31B-it.jinja": "gemma4",
+    "google-gemma-2-2b-it.jinja": "gemma2",
+    "Cohere2MoE.jinja": "cohere2",
+    "CohereForAI-c4ai-command-r-plus-tool_use.jinja": "command-r-plus",
+    "Apertus-8B-Instruct.jinja": "apertus",
+    "ibm-granite-granite-3.3-2B-Instruct.jinja": "granite-3.3",
+    "meetkai-functionary-medium-v3.1.jinja": "functionary-v3.1",
+    "meetkai-functionary-medium-v3.2.jinja": "functionary-v3.2",
+    "fireworks-ai-llama-3-firefunction-v2.jinja": "firefunction-v2",
+    "GigaChat3-10B-A1.8B.jinja": "gigachat3",
+    "NVIDIA-Nemotron-Nano-v2.jinja": "nemotron-nano-v2",
+    "unsloth-Apriel-1.5.jinja": "apriel-1.5",
+    "openai-gpt-oss-120b.jinja": "gpt-oss",
+}
+
+ROLE_HEADERS: dict[str, str] = {
+    "Qwen3.5-4B.jinja": "<|im_start|>assistant\n",
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": "<|im_start|>assistant\n",
+    "Qwen3-Coder.jinja": "<|im_start|>assistant\n",
+    "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja": "<|im_start|>assistant\n",
+    "Qwen-Qwen2.5-7B-Instruct.jinja": "<|im_start|>assistant\n",
+    "MiMo-VL.jinja": "<|im_start|>assistant\n",
+    "ibm-granite-granite-4.0.jinja": "<|start_of_role|>assistant<|end_of_role|>",
+    "Qwen-QwQ-32B.jinja": "<|im_start|>assistant\n",
+    "meta-llama-Llama-3.1-8B-Instruct.jinja": "<|start_header_id|>assistant<|end_header_id|>\n\n",
+    "meta-llama-Llama-3.2-3B-Instruct.jinja": "<|start_header_id|>assistant<|end_header_id|>\n\n",
+    "mistralai-Mistral-Nemo-Instruct-2407.jinja": "",
+    "Mistral-Small-3.2-24B-Instruct-2506.jinja": "",
+    "unsloth-mistral-Devstral-Small-2507.jinja": "",
+    "mistralai-Ministral-3-14B-Reasoning-2512.jinja": "",
+    "Kimi-K2-Instruct.jinja": "<|im_assistant|>assistant<|im_middle|>",
+    "Kimi-K2-Thinking.jinja": "<|im_assistant|>assistant<|im_middle|>",
+    "moonshotai-Kimi-K2.jinja": "<|im_assistant|>assistant<|im_middle|>",
+    "llama-cpp-deepseek-r1.jinja": "<｜Assistant｜>",
+    "deepseek-ai-DeepSeek-R1-Distill-Llama-8B.jinja": "<｜Assistant｜>",
+    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": "<｜Assistant｜>",
+    "deepseek-ai-DeepSeek-V3.2.jinja": "<｜Assistant｜>",
+    "GLM-4.6.jinja": "<|assistant|>",
+    "openbmb-MiniCPM5-1B.jinja": "<|im_start|>assistant\n",
+    "LFM2-8B-A1B.jinja": "<|im_start|>assistant\n",
+    "LFM2.5-8B-A1B.jinja": "<|im_start|>assistant\n",
+    "LFM2.5-Instruct.jinja": "<|im_start|>assistant\n",
+    "google-gemma-4-31B-it.jinja": "<|turn>model\n",
+    "google-gemma-2-2b-it.jinja": "<start_of_turn>model\n",
+    "Cohere2MoE.jinja": "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",
+    "CohereForAI-c4ai-command-r-plus-tool_use.jinja": "<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>",
+    "Apertus-8B-Instruct.jinja": "<|assistant_start|>",
+    "ibm-granite-granite-3.3-2B-Instruct.jinja": "<|start_of_role|>assistant<|end_of_role|>",
+    "meetkai-functionary-medium-v3.1.jinja": "<|start_header_id|>assistant<|end_header_id|>\n\n",
+    "meetkai-functionary-medium-v3.2.jinja": "<|start_header_id|>assistant<|end_header_id|>\n\n",
+    "fireworks-ai-llama-3-firefunction-v2.jinja": "",
+    "GigaChat3-10B-A1.8B.jinja": "assistant<|role_sep|>\n",
+    "NVIDIA-Nemotron-Nano-v2.jinja": "<SPECIAL_11>Assistant\n",
+    "unsloth-Apriel-1.5.jinja": "<|assistant|>\n",
+    "openai-gpt-oss-120b.jinja": "<|start|>assistant",
+}

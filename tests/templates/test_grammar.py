@@ -1,0 +1,1095 @@
+"""Tool-call grammars, checked with the engines' own grammar libraries.
+
+Lark grammars run in llguidance (``LLMatcher`` over a byte-level tokenizer, with some
+markers as special tokens where a test says so); the GBNF / EBNF text runs in xgrammar
+(``Grammar.from_ebnf``), skipped where xgrammar is not installed (llguidance's own GBNF
+converter lexes greedily and is no judge of GBNF). Formats are written here
+as data, one per family, the way the analysis spells them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import llguidance as llg
+import pytest
+from data_paths import CASES as CASES_FILE
+from data_paths import TEMPLATES
+
+from openchatml.templates.errors import UnsupportedTemplateError
+from openchatml.templates.format import (
+    CallIdPosition,
+    ReasoningFormat,
+    ReasoningMode,
+    TemplateFormat,
+    ToolCallFormat,
+    ToolSyntax,
+)
+from openchatml.templates.grammar import ToolGrammar, Trigger, tool_call_grammar
+
+# --------------------------------------------------------------------------- formats, as data
+
+
+def _think(start: str = "<think>", end: str = "</think>") -> ReasoningFormat:
+    return ReasoningFormat(mode=ReasoningMode.TAGS, start=start, end=end)
+
+
+QWEN_XML_TOOLS = ToolCallFormat(
+    syntax=ToolSyntax.TAG_TAGGED,
+    call_start="<tool_call>\n",
+    call_end="</tool_call>",
+    separator="\n",
+    parallel=True,
+    name_prefix="<function=",
+    name_suffix=">\n",
+    arguments_end="\n</function>\n",
+    arg_name_prefix="<parameter=",
+    arg_name_suffix=">\n",
+    arg_value_suffix="\n</parameter>",
+    arg_separator="\n",
+)
+HERMES_TOOLS = ToolCallFormat(
+    syntax=ToolSyntax.JSON,
+    call_start="<tool_call>\n",
+    call_end="\n</tool_call>",
+    separator="\n",
+    parallel=True,
+    key_order=("name", "arguments"),
+)
+MISTRAL_TOOLS = ToolCallFormat(
+    syntax=ToolSyntax.TAG_JSON, call_start="[TOOL_CALLS]", parallel=True, arguments_start="[ARGS]"
+)
+
+FORMATS: dict[str, TemplateFormat] = {
+    "qwen3-coder": TemplateFormat(name="qwen3-coder", tools=QWEN_XML_TOOLS, end_markers=("<|im_end|>",)),
+    "qwen3.5": TemplateFormat(
+        name="qwen3.5", reasoning=_think(), tools=QWEN_XML_TOOLS, end_markers=("<|im_end|>",)
+    ),
+    "hermes": TemplateFormat(name="hermes", tools=HERMES_TOOLS, end_markers=("<|im_end|>",)),
+    "hermes-think": TemplateFormat(name="hermes-think", reasoning=_think(), tools=HERMES_TOOLS),
+    "ministral": TemplateFormat(
+        name="ministral", reasoning=_think("[THINK]", "[/THINK]"), tools=MISTRAL_TOOLS
+    ),
+    "devstral": TemplateFormat(name="devstral", tools=MISTRAL_TOOLS),
+    "mistral-small-3.2": TemplateFormat(
+        name="mistral-small-3.2",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_JSON,
+            call_start="[TOOL_CALLS]",
+            parallel=True,
+            arguments_start="[ARGS]",
+            id_position=CallIdPosition.BETWEEN_NAME_AND_ARGUMENTS,
+            id_prefix="[CALL_ID]",
+        ),
+        end_markers=("</s>",),
+    ),
+    "mistral-nemo": TemplateFormat(
+        name="mistral-nemo",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON,
+            section_start="[TOOL_CALLS]",
+            separator=", ",
+            parallel=True,
+            id_key="id",
+            array=True,
+            key_order=("name", "arguments", "id"),
+        ),
+    ),
+    "cohere2": TemplateFormat(
+        name="cohere2",
+        reasoning=_think("<|START_THINKING|>", "<|END_THINKING|>"),
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON,
+            section_start="<|START_ACTION|>",
+            section_end="<|END_ACTION|>",
+            separator=",\n    ",
+            parallel=True,
+            id_pattern="{index}",
+            name_key="tool_name",
+            arguments_key="parameters",
+            id_key="tool_call_id",
+            array=True,
+            key_order=("tool_call_id", "tool_name", "parameters"),
+        ),
+        end_markers=("<|END_OF_TURN_TOKEN|>",),
+    ),
+    "command-r-plus": TemplateFormat(
+        name="command-r-plus",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON,
+            section_start="Action:\n```json\n",
+            section_end="\n```",
+            separator=",\n    ",
+            parallel=True,
+            name_key="tool_name",
+            arguments_key="parameters",
+            array=True,
+            key_order=("tool_name", "parameters"),
+        ),
+    ),
+    "gemma4": TemplateFormat(
+        name="gemma4",
+        reasoning=_think("<|channel>thought", "<channel|>"),
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.OBJECT_NOTATION,
+            call_start="<|tool_call>",
+            call_end="<tool_call|>",
+            parallel=True,
+            name_prefix="call:",
+            string_quote='<|"|>',
+        ),
+        end_markers=("<turn|>", "<|tool_response>"),
+    ),
+    "deepseek-v3.2": TemplateFormat(
+        name="deepseek-v3.2",
+        reasoning=_think(),
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_TAGGED,
+            section_start="<｜DSML｜function_calls>\n",
+            section_end="</｜DSML｜function_calls>",
+            parallel=True,
+            name_prefix='<｜DSML｜invoke name="',
+            name_suffix='">\n',
+            arguments_end="\n</｜DSML｜invoke>\n",
+            arg_name_prefix='<｜DSML｜parameter name="',
+            arg_name_suffix='"',
+            arg_value_prefix=' string="true">',
+            arg_value_suffix="</｜DSML｜parameter>",
+            arg_value_prefix_json=' string="false">',
+            arg_separator="\n",
+        ),
+        end_markers=("<｜end▁of▁sentence｜>",),
+    ),
+    "glm-4.6": TemplateFormat(
+        name="glm-4.6",
+        reasoning=_think(),
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_TAGGED,
+            call_start="<tool_call>",
+            call_end="</tool_call>",
+            separator="\n",
+            parallel=True,
+            arguments_start="\n",
+            arguments_end="\n",
+            arg_name_prefix="<arg_key>",
+            arg_name_suffix="</arg_key>\n",
+            arg_value_prefix="<arg_value>",
+            arg_value_suffix="</arg_value>",
+            arg_separator="\n",
+        ),
+        end_markers=("<|user|>", "<|observation|>"),
+    ),
+    "kimi-k2": TemplateFormat(
+        name="kimi-k2",
+        reasoning=_think(),
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_JSON,
+            section_start="<|tool_calls_section_begin|>",
+            section_end="<|tool_calls_section_end|>",
+            call_start="<|tool_call_begin|>",
+            call_end="<|tool_call_end|>",
+            parallel=True,
+            name_prefix="functions.",
+            arguments_start="<|tool_call_argument_begin|>",
+            id_position=CallIdPosition.BETWEEN_NAME_AND_ARGUMENTS,
+            id_prefix=":",
+            id_pattern="functions.{name}:{index}",
+        ),
+        end_markers=("<|im_end|>",),
+    ),
+    "lfm2": TemplateFormat(
+        name="lfm2",
+        reasoning=_think(),
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.PYTHONIC,
+            section_start="<|tool_call_start|>",
+            section_end="<|tool_call_end|>",
+            separator=", ",
+            parallel=True,
+            array=True,
+        ),
+        end_markers=("<|im_end|>",),
+    ),
+    "apertus": TemplateFormat(
+        name="apertus",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON,
+            section_start="<|tools_prefix|>",
+            section_end="<|tools_suffix|>",
+            separator=", ",
+            parallel=True,
+            name_is_key=True,
+            array=True,
+        ),
+    ),
+    "nemotron-nano-v2": TemplateFormat(
+        name="nemotron-nano-v2",
+        reasoning=_think(),
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON,
+            section_start="<TOOLCALL>",
+            section_end="</TOOLCALL>",
+            separator=", ",
+            parallel=True,
+            array=True,
+            key_order=("name", "arguments"),
+        ),
+        end_markers=("<SPECIAL_12>",),
+    ),
+    "functionary-3.1": TemplateFormat(
+        name="functionary-3.1",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_JSON,
+            parallel=True,
+            name_prefix="<function=",
+            name_suffix=">",
+            call_end="</function>",
+        ),
+        end_markers=("<|eom_id|>", "<|eot_id|>"),
+    ),
+    "firefunction-2": TemplateFormat(
+        name="firefunction-2",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON, section_start=" functools", separator=", ", parallel=True, array=True
+        ),
+        end_markers=("<|eot_id|>",),
+    ),
+    "deepseek-r1": TemplateFormat(
+        name="deepseek-r1",
+        reasoning=_think(),
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_JSON,
+            section_start="<｜tool▁calls▁begin｜>",
+            section_end="<｜tool▁calls▁end｜>",
+            call_start="<｜tool▁call▁begin｜>function<｜tool▁sep｜>",
+            call_end="<｜tool▁call▁end｜>",
+            separator="\n",
+            parallel=True,
+            arguments_start="\n```json\n",
+            arguments_end="\n```",
+        ),
+        end_markers=("<｜end▁of▁sentence｜>",),
+    ),
+    "apriel-1.5": TemplateFormat(
+        name="apriel-1.5",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON,
+            section_start="<tool_calls>",
+            section_end="</tool_calls>",
+            separator=", ",
+            parallel=True,
+            array=True,
+        ),
+        end_markers=("<|end|>",),
+    ),
+    "gigachat3": TemplateFormat(
+        name="gigachat3",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON, call_start="<|message_sep|>\n\nfunction call<|role_sep|>\n"
+        ),
+        end_markers=("<|message_sep|>",),
+    ),
+    "minicpm5": TemplateFormat(
+        name="minicpm5",
+        reasoning=_think(),
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_TAGGED,
+            separator="\n",
+            parallel=True,
+            name_prefix='<function name="',
+            name_suffix='">',
+            arguments_end="</function>",
+            arg_name_prefix='<param name="',
+            arg_name_suffix='">',
+            arg_value_suffix="</param>",
+            arg_value_wrap_start="<![CDATA[",
+            arg_value_wrap_end="]]>",
+        ),
+        end_markers=("<|im_end|>",),
+    ),
+    "llama3.1": TemplateFormat(
+        name="llama3.1",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON, arguments_key="parameters", key_order=("name", "parameters")
+        ),
+        end_markers=("<|eom_id|>", "<|eot_id|>"),
+    ),
+}
+
+TEMPLATE_FORMATS: dict[str, str] = {
+    "Qwen3.5-4B.jinja": "qwen3.5",
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": "qwen3.5",
+    "Qwen3-Coder.jinja": "qwen3-coder",
+    "mistralai-Ministral-3-14B-Reasoning-2512.jinja": "ministral",
+    "unsloth-mistral-Devstral-Small-2507.jinja": "devstral",
+    "Mistral-Small-3.2-24B-Instruct-2506.jinja": "mistral-small-3.2",
+    "mistralai-Mistral-Nemo-Instruct-2407.jinja": "mistral-nemo",
+    "Cohere2MoE.jinja": "cohere2",
+    "CohereForAI-c4ai-command-r-plus-tool_use.jinja": "command-r-plus",
+    "google-gemma-4-31B-it.jinja": "gemma4",
+    "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja": "hermes",
+    "ibm-granite-granite-4.0.jinja": "hermes",
+    "MiMo-VL.jinja": "hermes",
+    "Qwen-Qwen2.5-7B-Instruct.jinja": "hermes",
+    "deepseek-ai-DeepSeek-V3.2.jinja": "deepseek-v3.2",
+    "GLM-4.6.jinja": "glm-4.6",
+    "Kimi-K2-Thinking.jinja": "kimi-k2",
+    "moonshotai-Kimi-K2.jinja": "kimi-k2",
+    "Kimi-K2-Instruct.jinja": "kimi-k2",
+    "LFM2-8B-A1B.jinja": "lfm2",
+    "LFM2.5-Instruct.jinja": "lfm2",
+    "LFM2.5-8B-A1B.jinja": "lfm2",
+    "Apertus-8B-Instruct.jinja": "apertus",
+    "NVIDIA-Nemotron-Nano-v2.jinja": "nemotron-nano-v2",
+    "meetkai-functionary-medium-v3.1.jinja": "functionary-3.1",
+    "fireworks-ai-llama-3-firefunction-v2.jinja": "firefunction-2",
+    "llama-cpp-deepseek-r1.jinja": "deepseek-r1",
+    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": "deepseek-r1",
+    "unsloth-Apriel-1.5.jinja": "apriel-1.5",
+    "GigaChat3-10B-A1.8B.jinja": "gigachat3",
+    "openbmb-MiniCPM5-1B.jinja": "minicpm5",
+}
+
+# Cases whose output the grammar rejects on purpose: output no conforming model writes.
+REJECTED_CASES: dict[int, str] = {
+    17: "tool_choice required, yet content before the call",
+    23: "tool_choice required, yet content before the call",
+    180: "calls inside reasoning that is never closed",
+    181: "calls inside reasoning that is never closed, without the section markers",
+}
+# Malformed calls that never open the tool-call section: plain content to the grammar.
+CONTENT_CASES: dict[int, str] = {182: "a call without the section and call-end markers"}
+
+# --------------------------------------------------------------------------- engines
+
+
+class _ByteTokenizer:
+    """One token per byte, then an end-of-sequence token and the given special tokens."""
+
+    def __init__(self, specials: Sequence[str]) -> None:
+        self.tokens = [bytes([i]) for i in range(256)]
+        self.eos_token_id = 256
+        self.bos_token_id = None
+        self.specials = {text: 257 + i for i, text in enumerate(specials)}
+        self.tokens.append(b"<eos>")
+        self.tokens += [text.encode() for text in specials]
+        self.special_token_ids = [256, *self.specials.values()]
+
+    def __call__(self, text: str | bytes) -> list[int]:
+        return list(text.encode() if isinstance(text, str) else text)
+
+    def encode(self, text: str) -> list[int]:
+        """Bytes, with the special tokens' text as their tokens."""
+        if not self.specials:
+            return list(text.encode())
+        pattern = "(" + "|".join(re.escape(s) for s in sorted(self.specials, key=len, reverse=True)) + ")"
+        out: list[int] = []
+        for i, part in enumerate(re.split(pattern, text)):
+            out += [self.specials[part]] if i % 2 else list(part.encode())
+        return out
+
+
+@functools.cache
+def _tokenizer(specials: tuple[str, ...]) -> tuple[_ByteTokenizer, llg.LLTokenizer]:
+    raw = _ByteTokenizer(specials)
+    return raw, llg.LLTokenizer(llg.TokenizerWrapper(raw))
+
+
+def lark_accepts(lark: str, text: str, specials: Sequence[str] = ()) -> bool:
+    """Whether llguidance's matcher takes all of ``text`` and may stop there."""
+    raw, tokenizer = _tokenizer(tuple(specials))
+    matcher = llg.LLMatcher(tokenizer, llg.LLMatcher.grammar_from_lark(lark), log_level=0)
+    assert not matcher.is_error(), matcher.get_error()
+    return matcher.consume_tokens(raw.encode(text)) and matcher.is_accepting()
+
+
+@functools.cache
+def _xgrammar() -> Any:
+    xgr = pytest.importorskip("xgrammar")
+    vocab = [bytes([i]) for i in range(256)] + [b"<eos>"]
+    info = xgr.TokenizerInfo(vocab, vocab_type=xgr.VocabType.RAW, stop_token_ids=[256])
+    return xgr, xgr.GrammarCompiler(info, cache_enabled=False)
+
+
+def ebnf_accepts(ebnf: str, text: str) -> bool:
+    """Whether xgrammar takes all of ``text`` and may stop there."""
+    xgr, compiler = _xgrammar()
+    matcher = xgr.GrammarMatcher(
+        compiler.compile_grammar(xgr.Grammar.from_ebnf(ebnf)), terminate_without_stop_token=True
+    )
+    return bool(matcher.accept_string(text)) and bool(matcher.is_terminated())
+
+
+def from_trigger(grammar: ToolGrammar, fmt: TemplateFormat, text: str) -> str | None:
+    """The part of ``text`` a lazy grammar sees: from the first trigger after the reasoning."""
+    start = 0
+    end = fmt.reasoning.end
+    if end and end in text:
+        start = text.rindex(end) + len(end)
+    rest = text[start:]
+    found: list[int] = []
+    for trigger in grammar.triggers:
+        if trigger.kind == "word" and trigger.value in rest:
+            found.append(rest.index(trigger.value))
+        elif trigger.kind == "pattern" and (m := re.search(trigger.value, rest)):
+            found.append(m.start(1))
+    return rest[min(found) :] if found else None
+
+
+def check(
+    grammar: ToolGrammar, fmt: TemplateFormat, text: str, expected: bool, specials: Sequence[str] = ()
+) -> None:
+    """Every grammar text agrees with ``expected`` on ``text``."""
+    assert lark_accepts(grammar.lark, text, specials) is expected, ("lark", text)
+    if specials:
+        return
+    try:
+        xgrammar_ok = ebnf_accepts(grammar.ebnf, text)
+    except pytest.skip.Exception:
+        return
+    assert xgrammar_ok is expected, ("ebnf", text)
+    if grammar.lazy and expected:
+        tail = from_trigger(grammar, fmt, text)
+        if tail is not None:
+            assert ebnf_accepts(grammar.gbnf, tail), ("gbnf from the trigger", tail)
+
+
+# --------------------------------------------------------------------------- tools
+
+
+def tool(
+    name: str, properties: Mapping[str, Any], required: Sequence[str] = (), **extra: Any
+) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": dict(properties), **extra}
+    if required:
+        schema["required"] = list(required)
+    return {"type": "function", "function": {"name": name, "description": name, "parameters": schema}}
+
+
+WEATHER = tool(
+    "get_weather",
+    {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}, "days": {"type": "integer"}},
+    ["city"],
+)
+TIME = tool("get_time", {"city": {"type": "string"}}, ["city"])
+SPECIAL = tool("special_function", {"arg1": {"type": "integer"}}, ["arg1"])
+TOOLS = [WEATHER, TIME, SPECIAL]
+
+
+# --------------------------------------------------------------------------- the cases
+
+
+def _cases() -> list[dict[str, Any]]:
+    if not CASES_FILE.exists():
+        return []
+    cases = json.loads(CASES_FILE.read_text())["cases"]
+    return [
+        c
+        for c in cases
+        if c["template"] in TEMPLATE_FORMATS
+        and c["expected"]["tool_calls"]
+        and not c["options"]["is_partial"]
+    ]
+
+
+def _prefix(fmt: TemplateFormat, generation_prompt: str) -> str:
+    """What the generation prompt wrote of the assistant's message (its reasoning markers)."""
+    start = fmt.reasoning.start
+    if start and start in generation_prompt:
+        return generation_prompt[generation_prompt.index(start) :]
+    end = fmt.reasoning.end
+    if end and end in generation_prompt:
+        return generation_prompt[generation_prompt.index(end) :]
+    return ""
+
+
+def _case_grammar(case: dict[str, Any], choice: str | None = None) -> tuple[TemplateFormat, ToolGrammar]:
+    fmt = FORMATS[TEMPLATE_FORMATS[case["template"]]]
+    options = case["options"]
+    grammar = tool_call_grammar(
+        fmt,
+        options["tools"],
+        tool_choice=choice or options["tool_choice"],
+        parallel=options["parallel_tool_calls"],
+        prefix=_prefix(fmt, case["reference_params"]["generation_prompt"]),
+    )
+    return fmt, grammar
+
+
+CASES = _cases()
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c['id']}-{c['template'][:-6]}" for c in CASES])
+def test_case_outputs(case: dict[str, Any]) -> None:
+    fmt, grammar = _case_grammar(case)
+    check(grammar, fmt, case["input"], case["id"] not in REJECTED_CASES)
+
+
+@pytest.mark.parametrize(
+    "case_id", sorted(k for k in REJECTED_CASES if REJECTED_CASES[k].startswith("tool_choice"))
+)
+def test_required_cases_are_accepted_under_auto(case_id: int) -> None:
+    case = next(c for c in CASES if c["id"] == case_id)
+    fmt, grammar = _case_grammar(case, choice="auto")
+    check(grammar, fmt, case["input"], True)
+
+
+@pytest.mark.parametrize("case_id", sorted(CONTENT_CASES))
+def test_malformed_calls_are_only_content(case_id: int) -> None:
+    case = next(c for c in CASES if c["id"] == case_id)
+    fmt, grammar = _case_grammar(case, choice="required")
+    check(grammar, fmt, case["input"], False)
+
+
+def test_cases_cover_every_family() -> None:
+    if not CASES:
+        pytest.skip("no shared cases here")
+    used = {TEMPLATE_FORMATS[c["template"]] for c in CASES}
+    assert used >= set(FORMATS) - {"hermes-think", "llama3.1"}
+
+
+# --------------------------------------------------------------------------- calls rendered by the templates
+
+CONFIGURE = tool(
+    "configure",
+    {
+        "name": {"type": "string"},
+        "count": {"type": "integer"},
+        "ratio": {"type": "number"},
+        "enabled": {"type": "boolean"},
+        "tags": {"type": "array", "items": {"type": "string"}},
+        "options": {
+            "type": "object",
+            "properties": {"level": {"type": "integer"}, "mode": {"enum": ["fast", "slow"]}},
+            "required": ["level"],
+        },
+        "note": {"type": ["string", "null"]},
+    },
+    ["name", "count"],
+)
+PING = tool("ping", {})
+RENDER_TOOLS = [WEATHER, TIME, CONFIGURE, PING]
+TYPED_ARGS = {
+    "name": 'a "quoted"\nline',
+    "count": 3,
+    "ratio": 0.5,
+    "enabled": True,
+    "tags": ["x", "y"],
+    "options": {"level": 2, "mode": "fast"},
+    "note": None,
+}
+SHAPES: dict[str, list[tuple[str, dict[str, Any]]]] = {
+    "one": [("get_weather", {"city": "Paris"})],
+    "typed": [("configure", TYPED_ARGS)],
+    "two": [("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"city": "Tokyo"})],
+    "empty": [("ping", {})],
+}
+# One template per family (Hermes' and Command R+'s templates are left out: they do not
+# render tools given as Chat Completions objects here).
+RENDERED = {
+    "qwen3-coder": "Qwen3-Coder.jinja",
+    "qwen3.5": "Qwen3.5-4B.jinja",
+    "ministral": "mistralai-Ministral-3-14B-Reasoning-2512.jinja",
+    "devstral": "unsloth-mistral-Devstral-Small-2507.jinja",
+    "mistral-small-3.2": "Mistral-Small-3.2-24B-Instruct-2506.jinja",
+    "mistral-nemo": "mistralai-Mistral-Nemo-Instruct-2407.jinja",
+    "cohere2": "Cohere2MoE.jinja",
+    "gemma4": "google-gemma-4-31B-it.jinja",
+    "deepseek-v3.2": "deepseek-ai-DeepSeek-V3.2.jinja",
+    "glm-4.6": "GLM-4.6.jinja",
+    "kimi-k2": "Kimi-K2-Thinking.jinja",
+    "lfm2": "LFM2.5-8B-A1B.jinja",
+    "apertus": "Apertus-8B-Instruct.jinja",
+    "nemotron-nano-v2": "NVIDIA-Nemotron-Nano-v2.jinja",
+    "functionary-3.1": "meetkai-functionary-medium-v3.1.jinja",
+    "firefunction-2": "fireworks-ai-llama-3-firefunction-v2.jinja",
+    "deepseek-r1": "llama-cpp-deepseek-r1.jinja",
+    "apriel-1.5": "unsloth-Apriel-1.5.jinja",
+    "gigachat3": "GigaChat3-10B-A1.8B.jinja",
+    "minicpm5": "openbmb-MiniCPM5-1B.jinja",
+    "llama3.1": "meta-llama-Llama-3.1-8B-Instruct.jinja",
+}
+
+
+def rendered(family: str, calls: list[tuple[str, dict[str, Any]]]) -> tuple[str, str]:
+    """(prefix, output): what the family's template writes for an assistant message making
+    ``calls``, after the generation prompt and before the end of the turn."""
+    from openchatml.templates.environment import ChatTemplate
+
+    path = TEMPLATES / RENDERED[family]
+    if not path.exists():
+        pytest.skip("no shared templates here")
+    fmt = FORMATS[family]
+    template = ChatTemplate(path.read_text(), name=path.name)
+    user = {"role": "user", "content": "Hi"}
+    tool_calls = [
+        {"id": f"c{i}abcdefg", "type": "function", "function": {"name": name, "arguments": args}}
+        for i, (name, args) in enumerate(calls)
+    ]
+    assistant = {"role": "assistant", "content": "", "tool_calls": tool_calls}
+    full = template.render([user, assistant], tools=RENDER_TOOLS)
+    head = template.render([user], tools=RENDER_TOOLS, add_generation_prompt=True)
+    n = 0
+    while n < min(len(full), len(head)) and full[n] == head[n]:
+        n += 1
+    if n < len(head):  # the generation prompt goes on differently: do not split a marker
+        cut = max(head.rfind("<", 0, n), head.rfind("[", 0, n), head.rfind("\n", 0, n) + 1)
+        n = max(cut, 0)
+    out = full[n:]
+    cuts = [i for marker in fmt.end_markers if (i := out.find(marker, 1)) > 0]
+    prefix = _prefix(fmt, head[max(0, n - 64) : n])
+    if fmt.reasoning.end and out.lstrip().startswith(fmt.reasoning.end) and not prefix:
+        prefix = fmt.reasoning.start  # the template closes what its generation prompt opened
+    return prefix, out[: min(cuts)] if cuts else out
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("family", RENDERED)
+def test_rendered_calls(family: str, shape: str) -> None:
+    fmt = FORMATS[family]
+    if shape == "two" and not fmt.tools.parallel:
+        pytest.skip("the format writes one call per message")
+    prefix, out = rendered(family, SHAPES[shape])
+    for choice in ("auto", "required"):
+        check(tool_call_grammar(fmt, RENDER_TOOLS, tool_choice=choice, prefix=prefix), fmt, out, True)
+
+
+@pytest.mark.parametrize("family", RENDERED)
+def test_rejects_malformed_calls(family: str) -> None:
+    fmt = FORMATS[family]
+    prefix, good = rendered(family, [("get_weather", {"city": "Paris"})])
+    grammar = tool_call_grammar(fmt, RENDER_TOOLS, prefix=prefix)
+    required = tool_call_grammar(fmt, RENDER_TOOLS, tool_choice="required", prefix=prefix)
+    check(grammar, fmt, good, True)
+    check(grammar, fmt, good.replace("get_weather", "get_wether"), False)  # not an offered tool
+    _, missing = rendered(family, [("configure", {"name": "x"})])  # count is required
+    check(grammar, fmt, missing, False)
+    _, wrong = rendered(family, [("configure", {"name": "x", "count": "three"})])  # count: integer
+    check(grammar, fmt, wrong, False)
+    _, unknown = rendered(family, [("get_time", {"city": "Paris", "zone": "CET"})])  # closed schema
+    check(grammar, fmt, unknown, False)
+    check(grammar, fmt, good.rstrip()[:-1], False)  # the closing marker cut short
+    check(required, fmt, good.rstrip()[:-1], False)
+    tail = from_trigger(grammar, fmt, good)
+    assert tail is not None
+    check(required, fmt, good[: len(good) - len(tail)] + "Sure. " + tail, False)  # content before the call
+    plain = "The weather in Paris is sunny."
+    check(tool_call_grammar(fmt, RENDER_TOOLS, tool_choice="required"), fmt, plain, False)
+    check(tool_call_grammar(fmt, RENDER_TOOLS), fmt, plain, True)
+    named = tool_call_grammar(
+        fmt, RENDER_TOOLS, tool_choice={"type": "function", "name": "get_time"}, prefix=prefix
+    )
+    check(named, fmt, good, False)
+    check(named, fmt, rendered(family, [("get_time", {"city": "Paris"})])[1], True)
+
+
+@pytest.mark.parametrize("family", [f for f in RENDERED if FORMATS[f].tools.parallel])
+def test_one_call_only_without_parallel(family: str) -> None:
+    fmt = FORMATS[family]
+    prefix, two = rendered(family, SHAPES["two"])
+    check(tool_call_grammar(fmt, RENDER_TOOLS, prefix=prefix, parallel=False), fmt, two, False)
+    check(tool_call_grammar(fmt, RENDER_TOOLS, prefix=prefix, parallel=True), fmt, two, True)
+
+
+# --------------------------------------------------------------------------- reasoning, content, choices
+
+
+def test_reasoning_follows_the_prefix() -> None:
+    fmt = FORMATS["qwen3.5"]
+    call = (
+        "<tool_call>\n<function=get_time>\n<parameter=city>\nParis\n</parameter>\n</function>\n</tool_call>"
+    )
+    opened = tool_call_grammar(fmt, TOOLS, tool_choice="required", prefix="<think>\n")
+    check(opened, fmt, "Paris, then.\n</think>\n\n" + call, True)
+    check(opened, fmt, call, False)  # the open reasoning must be closed first
+    closed = tool_call_grammar(fmt, TOOLS, tool_choice="required", prefix="<think>\n\n</think>\n\n")
+    check(closed, fmt, call, True)
+    check(closed, fmt, "<think>x</think>" + call, False)
+    free = tool_call_grammar(fmt, TOOLS, tool_choice="required")
+    check(free, fmt, call, True)
+    check(free, fmt, "<think>\nA call <tool_call> inside.\n</think>\n" + call, True)
+    check(free, fmt, "<think>\nnever closed " + call, False)
+    auto = tool_call_grammar(fmt, TOOLS)
+    check(auto, fmt, "<think>\nhm\n</think>\n\nJust text.", True)
+    check(auto, fmt, "<think>\nhm\n</think>\n\nLet me look. " + call, True)
+    check(auto, fmt, "Text, " + call + " and more text", False)
+
+
+def test_allowed_tools_restrict_the_names() -> None:
+    fmt = FORMATS["hermes"]
+    choice = {
+        "type": "allowed_tools",
+        "mode": "required",
+        "tools": [{"type": "function", "name": "get_time"}],
+    }
+    grammar = tool_call_grammar(fmt, TOOLS, tool_choice=choice)
+    assert grammar.tools == ("get_time",) and not grammar.lazy
+    check(
+        grammar, fmt, '<tool_call>\n{"name": "get_time", "arguments": {"city": "Oslo"}}\n</tool_call>', True
+    )
+    check(
+        grammar,
+        fmt,
+        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>',
+        False,
+    )
+    chat = tool_call_grammar(fmt, TOOLS, tool_choice={"type": "function", "function": {"name": "get_time"}})
+    assert chat.tools == ("get_time",)
+
+
+def test_choice_errors() -> None:
+    fmt = FORMATS["hermes"]
+    with pytest.raises(ValueError, match="none"):
+        tool_call_grammar(fmt, TOOLS, tool_choice="none")
+    with pytest.raises(ValueError, match="not an offered"):
+        tool_call_grammar(fmt, TOOLS, tool_choice={"type": "function", "name": "nope"})
+    with pytest.raises(ValueError, match="no function tool"):
+        tool_call_grammar(fmt, [{"type": "web_search"}])
+    with pytest.raises(UnsupportedTemplateError):
+        tool_call_grammar(TemplateFormat(name="plain"), TOOLS)
+    with pytest.raises(UnsupportedTemplateError):
+        tool_call_grammar(TemplateFormat(name="gpt-oss", harmony=True, tools=HERMES_TOOLS), TOOLS)
+
+
+# --------------------------------------------------------------------------- triggers and special tokens
+
+
+@pytest.mark.parametrize(
+    ("family", "trigger"),
+    [
+        ("qwen3-coder", Trigger("<tool_call>")),
+        ("kimi-k2", Trigger("<|tool_calls_section_begin|>")),
+        ("mistral-small-3.2", Trigger("[TOOL_CALLS]")),
+        ("functionary-3.1", Trigger("<function=")),
+        ("minicpm5", Trigger('<function name="')),
+        ("command-r-plus", Trigger("Action:\n```json")),
+        ("llama3.1", Trigger(r"^\s*(\{)", "pattern")),
+    ],
+)
+def test_triggers(family: str, trigger: Trigger) -> None:
+    grammar = tool_call_grammar(FORMATS[family], TOOLS)
+    assert grammar.lazy
+    assert grammar.triggers == (trigger,)
+    assert not tool_call_grammar(FORMATS[family], TOOLS, tool_choice="required").lazy
+
+
+def test_bare_json_calls() -> None:
+    fmt = FORMATS["llama3.1"]
+    grammar = tool_call_grammar(fmt, TOOLS)
+    call = '{"name": "get_time", "parameters": {"city": "Oslo"}}'
+    check(grammar, fmt, call, True)
+    check(grammar, fmt, "\n " + call, True)
+    check(grammar, fmt, "It is noon in Oslo.", True)
+    check(grammar, fmt, '{"name": "get_time"}', False)  # begins like a call: must be one
+    check(grammar, fmt, "Sure: " + call, True)  # a call only at the start; here it is text
+    required = tool_call_grammar(fmt, TOOLS, tool_choice="required")
+    check(required, fmt, "Sure: " + call, False)
+
+
+def test_special_tokens_are_token_references() -> None:
+    fmt = FORMATS["kimi-k2"]
+    markers = ["<think>", "</think>", *(m for m in _markers(fmt) if m.startswith("<|"))]
+    ids = {m: 257 + i for i, m in enumerate(markers)}
+    grammar = tool_call_grammar(fmt, TOOLS, special_tokens=ids)
+    assert grammar.triggers == (
+        Trigger("<|tool_calls_section_begin|>", "word", ids["<|tool_calls_section_begin|>"]),
+    )
+    assert "<[" in grammar.lark and '"<|tool_call_begin|>"' not in grammar.lark
+    call = (
+        "<think>Oslo.</think><|tool_calls_section_begin|><|tool_call_begin|>functions.get_time:0"
+        '<|tool_call_argument_begin|>{"city": "Oslo"}<|tool_call_end|><|tool_calls_section_end|>'
+    )
+    assert lark_accepts(grammar.lark, call, markers)
+    assert lark_accepts(grammar.lark, "<think>Oslo.</think>It is noon.", markers)
+    assert not lark_accepts(grammar.lark, call.replace("get_time", "get_tim"), markers)
+    # a grammar that spells the markers as text never matches the special tokens
+    textual = tool_call_grammar(fmt, TOOLS)
+    assert not lark_accepts(textual.lark, call, markers)
+    assert lark_accepts(textual.lark, call)
+
+
+def _markers(fmt: TemplateFormat) -> list[str]:
+    t = fmt.tools
+    return [
+        m.strip() for m in (t.section_start, t.section_end, t.call_start, t.call_end, t.arguments_start) if m
+    ]
+
+
+def test_gbnf_names_and_escapes_suit_llama_cpp() -> None:
+    """llama.cpp reads rule names of letters, digits and dashes, and ``\\xHH`` escapes of two
+    digits; xgrammar reads more when a hex digit follows, which the writer never lets happen."""
+    for family, fmt in FORMATS.items():
+        grammar = tool_call_grammar(fmt, [*TOOLS, CONFIGURE])
+        for text in (grammar.gbnf, grammar.ebnf):
+            for line in text.splitlines():
+                assert re.match(r"^[a-z0-9-]+ ::= \S", line), (family, line)
+            assert not re.search(r"\\x[0-9A-Fa-f]{3}", text), family
+            assert text.startswith("root ::= ")
+
+
+# --------------------------------------------------------------------------- schemas
+
+JSON_SCHEMA_CASES: list[tuple[dict[str, Any], list[Any], list[Any]]] = [
+    ({"type": "string", "enum": ["a", "b"]}, ["a", "b"], ["c", 1]),
+    ({"const": "x"}, ["x"], ["y"]),
+    ({"type": "integer"}, [0, -12, 7], [1.5, "1", True]),
+    ({"type": "number"}, [1.5e3, -0.25, 3], ["1", None]),
+    ({"type": "boolean"}, [True, False], ["true", 0]),
+    ({"type": "null"}, [None], [0, "null"]),
+    ({"type": ["string", "null"]}, ["x", None], [1]),
+    ({"type": "string", "nullable": True}, ["x", None], [False]),
+    ({"type": "string", "minLength": 2, "maxLength": 3}, ["ab", "abc"], ["a", "abcd"]),
+    ({"type": "string"}, ['a"b\\n\u00e9 \U0001f600', ""], [1]),
+    (
+        {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2},
+        [[1], [1, 2]],
+        [[], [1, 2, 3], ["a"]],
+    ),
+    (
+        {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
+        [["a", 1]],
+        [[1, "a"]],
+    ),
+    ({"type": "array"}, [[], [1, "a", None, {"k": [True]}]], [{}]),
+    (
+        {
+            "type": "object",
+            "properties": {"x": {"type": "integer"}, "y": {"type": "string"}},
+            "required": ["x"],
+        },
+        [{"x": 1}, {"x": 1, "y": "z"}],
+        [{}, {"y": "z"}, {"x": 1, "z": 2}, {"x": "1"}],
+    ),
+    ({"type": "object"}, [{}, {"any": [1, {"a": None}]}], [[], "x"]),
+    ({"type": "object", "additionalProperties": {"type": "integer"}}, [{"a": 1, "b": 2}], [{"a": "x"}]),
+    ({"anyOf": [{"type": "integer"}, {"type": "string"}]}, [1, "x"], [True, None]),
+    (
+        {"oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "boolean"}}]},
+        [True, [False]],
+        [[1]],
+    ),
+    (
+        {
+            "allOf": [
+                {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                {"properties": {"b": {"type": "integer"}}},
+            ]
+        },
+        [{"a": 1}, {"a": 1, "b": 2}],
+        [{"b": 2}],
+    ),
+]
+
+
+def _json_format_text(value: Any) -> str:
+    args = json.dumps({"v": value}, ensure_ascii=False)
+    return f'<tool_call>\n{{"name": "t", "arguments": {args}}}\n</tool_call>'
+
+
+@pytest.mark.parametrize(
+    ("schema", "good", "bad"), JSON_SCHEMA_CASES, ids=[json.dumps(c[0])[:40] for c in JSON_SCHEMA_CASES]
+)
+def test_json_schema_values(schema: dict[str, Any], good: list[Any], bad: list[Any]) -> None:
+    fmt = FORMATS["hermes"]
+    grammar = tool_call_grammar(fmt, [tool("t", {"v": schema}, ["v"])], tool_choice="required")
+    for value in good:
+        check(grammar, fmt, _json_format_text(value), True)
+    for value in bad:
+        check(grammar, fmt, _json_format_text(value), False)
+
+
+def test_json_property_order_and_refs() -> None:
+    fmt = FORMATS["hermes"]
+    params = {
+        "type": "object",
+        "$defs": {"point": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}},
+        "properties": {"a": {"$ref": "#/$defs/point"}, "b": {"type": "integer"}},
+    }
+    spec = {"type": "function", "function": {"name": "t", "parameters": params}}
+    grammar = tool_call_grammar(fmt, [spec], tool_choice="required")
+
+    def call(args: str) -> str:
+        return f'<tool_call>\n{{"name": "t", "arguments": {args}}}\n</tool_call>'
+
+    for args in ("{}", '{"b": 2}', '{"a": {"n": 1}}', '{ "a" : {"n":1} , "b":2 }'):
+        check(grammar, fmt, call(args), True)
+    for args in ('{"b": 2, "a": {"n": 1}}', '{"a": {"n": "1"}}', '{"a": {}}'):
+        check(grammar, fmt, call(args), False)
+
+
+def test_json_call_shapes() -> None:
+    """A wrapper object, an id, a key the template writes that is neither, and arguments as
+    a JSON-encoded string."""
+    fmt = TemplateFormat(
+        name="wrapped",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON,
+            call_start="<call>",
+            call_end="</call>",
+            wrapper_key="function",
+            id_key="id",
+            arguments_as_string=True,
+            key_order=("id", "type", "function", "name", "arguments"),
+        ),
+    )
+    grammar = tool_call_grammar(fmt, TOOLS, tool_choice="required")
+    good = (
+        '<call>{"id": "c1", "type": "function", "function": {"name": "get_weather", '
+        '"arguments": "{\\"city\\": \\"Oslo\\", \\"days\\": 2}"}}</call>'
+    )
+    check(grammar, fmt, good, True)
+    check(grammar, fmt, good.replace('"id": "c1", "type": "function", ', ""), True)
+    check(grammar, fmt, good.replace('\\"days\\": 2', '\\"days\\": \\"2\\"'), False)
+    check(grammar, fmt, good.replace('"{\\"city\\": \\"Oslo\\", \\"days\\": 2}"', '{"city": "Oslo"}'), False)
+    check(grammar, fmt, good.replace("Oslo", 'O\\\\\\"slo\\\\n'), True)
+
+
+def test_pythonic_arguments() -> None:
+    fmt = FORMATS["lfm2"]
+    grammar = tool_call_grammar(fmt, [*TOOLS, CONFIGURE], tool_choice="required")
+
+    def call(body: str) -> str:
+        return f"<|tool_call_start|>[{body}]<|tool_call_end|>"
+
+    for body in (
+        "get_weather(city='Oslo', days=2)",
+        'get_weather(days=2, city="Oslo")',
+        "get_weather(unit='celsius', city='Oslo')",
+        "configure(count=1, name='n', options={'mode': 'slow', 'level': 1}, enabled=False, note=None)",
+        'configure(name="n", count=1, enabled=true, note=null, tags=["a", \'b\'])',
+        "get_time(city='Oslo'), get_weather(city='Oslo')",
+    ):
+        check(grammar, fmt, call(body), True)
+    for body in (
+        "get_weather(days=2)",
+        "get_weather(city='Oslo', city='Oslo')",
+        "get_weather(city=Oslo)",
+        "get_weather(city='Oslo', unit='kelvin')",
+        "configure(name='n', count=1.5)",
+        "configure(name='n', count=1, options={'mode': 'slow'})",
+    ):
+        check(grammar, fmt, call(body), False)
+
+
+def test_object_notation_arguments() -> None:
+    fmt = FORMATS["gemma4"]
+    grammar = tool_call_grammar(fmt, [*TOOLS, CONFIGURE], tool_choice="required")
+    q = '<|"|>'
+
+    def call(body: str) -> str:
+        return f"<|tool_call>call:{body}<tool_call|>"
+
+    for body in (
+        f"get_weather{{city:{q}Oslo{q},days:2}}",
+        f'get_weather{{days:2,city:{q}Oslo, "Norway"{q}}}',
+        f"configure{{count:1,name:{q}n{q},options:{{mode:{q}fast{q},level:3}},tags:[{q}a{q}],note:null}}",
+    ):
+        check(grammar, fmt, call(body), True)
+    for body in ('get_weather{city:"Oslo"}', f"get_weather{{town:{q}Oslo{q}}}", f"configure{{name:{q}n{q}}}"):
+        check(grammar, fmt, call(body), False)
+
+
+def test_tagged_arguments() -> None:
+    fmt = FORMATS["qwen3-coder"]
+    grammar = tool_call_grammar(fmt, [*TOOLS, CONFIGURE], tool_choice="required")
+
+    def call(name: str, *args: tuple[str, str]) -> str:
+        params = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in args)
+        return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
+
+    check(grammar, fmt, call("get_weather", ("days", "3"), ("city", "<b>Oslo</b>\n & more")), True)
+    check(grammar, fmt, call("get_weather", ("city", "Oslo"), ("unit", "celsius")), True)
+    check(
+        grammar,
+        fmt,
+        call("configure", ("count", "2"), ("name", "x"), ("enabled", "True"), ("note", "None")),
+        True,
+    )
+    check(grammar, fmt, call("configure", ("name", "x"), ("count", "2"), ("options", "{'level': 1}")), True)
+    check(grammar, fmt, call("get_weather", ("city", "Oslo"), ("city", "Bergen")), False)
+    check(grammar, fmt, call("get_weather", ("city", "Oslo"), ("unit", "kelvin")), False)
+    check(grammar, fmt, call("configure", ("name", "x"), ("count", "two")), False)
+    check(grammar, fmt, call("get_weather", ("unit", "celsius")), False)
+
+
+def test_tagged_values_with_a_json_prefix() -> None:
+    fmt = FORMATS["deepseek-v3.2"]
+    grammar = tool_call_grammar(fmt, [CONFIGURE], tool_choice="required", prefix="<think></think>")
+
+    def call(*args: tuple[str, str, str]) -> str:
+        params = "".join(
+            f'<｜DSML｜parameter name="{k}" string="{s}">{v}</｜DSML｜parameter>\n' for k, s, v in args
+        )
+        return (
+            '<｜DSML｜function_calls>\n<｜DSML｜invoke name="configure">\n'
+            f"{params}</｜DSML｜invoke>\n</｜DSML｜function_calls>"
+        )
+
+    check(grammar, fmt, call(("name", "true", "x <y>"), ("count", "false", "2")), True)
+    check(grammar, fmt, call(("name", "true", "x"), ("count", "false", "2"), ("note", "false", "null")), True)
+    check(grammar, fmt, call(("name", "true", "x"), ("count", "false", "2"), ("note", "true", "text")), True)
+    check(grammar, fmt, call(("name", "true", "x"), ("count", "true", "2")), False)
+    check(grammar, fmt, call(("name", "false", '"x"'), ("count", "false", "2")), False)
+
+
+def test_cdata_values() -> None:
+    fmt = FORMATS["minicpm5"]
+    grammar = tool_call_grammar(
+        fmt, [tool("html", {"markup": {"type": "string"}}, ["markup"])], tool_choice="required"
+    )
+
+    def call(value: str) -> str:
+        return f'<function name="html"><param name="markup">{value}</param></function>'
+
+    check(grammar, fmt, call("<![CDATA[<a>x</a> </param> ]]>"), True)
+    check(grammar, fmt, call("plain <b>text</b>"), True)
+    check(grammar, fmt, call("<![CDATA[never closed </param>"), False)
+
+
+def test_reasoning_before_a_delimiter() -> None:
+    fmt = TemplateFormat(
+        name="delimited",
+        reasoning=ReasoningFormat(mode=ReasoningMode.DELIMITER, end="[BEGIN FINAL RESPONSE]"),
+        tools=FORMATS["apriel-1.5"].tools,
+    )
+    call = '<tool_calls>[{"name": "get_time", "arguments": {"city": "Oslo"}}]</tool_calls>'
+    auto = tool_call_grammar(fmt, TOOLS)
+    check(auto, fmt, "Hm, <tool_calls> later.\n[BEGIN FINAL RESPONSE]\nIt is noon.", True)
+    check(auto, fmt, "Hm.\n[BEGIN FINAL RESPONSE]\n" + call, True)
+    required = tool_call_grammar(fmt, TOOLS, tool_choice="required")
+    check(auto, fmt, call, False)  # the reasoning comes first, until the delimiter
+    check(required, fmt, "Hm.\n[BEGIN FINAL RESPONSE]\n" + call, True)
+    check(required, fmt, "[BEGIN FINAL RESPONSE]" + call, True)
+    check(required, fmt, "Hm.\n[BEGIN FINAL RESPONSE]\nIt is noon.", False)
+    done = tool_call_grammar(fmt, TOOLS, tool_choice="required", prefix="Hm.\n[BEGIN FINAL RESPONSE]\n")
+    check(done, fmt, call, True)
+    check(done, fmt, "Hm.\n[BEGIN FINAL RESPONSE]\n" + call, False)
+
+
+def test_an_id_that_holds_the_name() -> None:
+    """``id_pattern`` with the name in it, written where the name would be."""
+    fmt = TemplateFormat(
+        name="kimi-ids",
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.TAG_JSON,
+            section_start="<|tool_calls_section_begin|>",
+            section_end="<|tool_calls_section_end|>",
+            call_start="<|tool_call_begin|>",
+            call_end="<|tool_call_end|>",
+            parallel=True,
+            arguments_start="<|tool_call_argument_begin|>",
+            id_position=CallIdPosition.BEFORE_NAME,
+            id_pattern="functions.{name}:{index}",
+        ),
+    )
+    grammar = tool_call_grammar(fmt, TOOLS, tool_choice="required")
+    call = "<|tool_call_begin|>functions.get_time:{i}<|tool_call_argument_begin|>{{}}<|tool_call_end|>"
+    call = call.replace("{{}}", '{{"city": "Oslo"}}')
+    good = "<|tool_calls_section_begin|>" + call.format(i=0) + call.format(i=1) + "<|tool_calls_section_end|>"
+    check(grammar, fmt, good, True)
+    check(grammar, fmt, good.replace("functions.get_time:1", "functions.get_tim:1"), False)
+    check(grammar, fmt, good.replace("get_time:1", "get_time:"), False)
