@@ -22,6 +22,7 @@ import os
 import shutil
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -113,7 +114,7 @@ def ensure_tiny_model(home: Path | None = None, *, seed: int = 0) -> Path:
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
     try:
         build_tiny_model(work, seed=seed)
-        _install(work, target, seed)
+        _install(work, target, lambda folder: _is_current(folder, seed))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target
@@ -266,14 +267,14 @@ def _is_current(folder: Path, seed: int) -> bool:
     return isinstance(stamp, dict) and stamp.get("recipe") == _RECIPE and stamp.get("seed") == seed
 
 
-def _install(work: Path, target: Path, seed: int) -> None:
+def _install(work: Path, target: Path, is_current: Callable[[Path], bool]) -> None:
     """Rename ``work`` to ``target``; a current ``target`` (a racing build) is kept, a stale one replaced."""
     for _ in range(3):
         try:
             work.rename(target)
             return
         except OSError:
-            if _is_current(target, seed):
+            if is_current(target):
                 return
         stale = target.with_name(f".{target.name}.{uuid.uuid4().hex}.stale")
         try:
@@ -281,4 +282,4 @@ def _install(work: Path, target: Path, seed: int) -> None:
         except FileNotFoundError:
             continue
         shutil.rmtree(stale, ignore_errors=True)
-    raise OSError(f"could not install the tiny model at {target}")
+    raise OSError(f"could not install the model at {target}")

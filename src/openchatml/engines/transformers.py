@@ -67,10 +67,19 @@ class TransformersEngine:
     concurrent calls to :meth:`generate` wait their turn.
     """
 
-    def __init__(self, model: Any, info: ModelInfo) -> None:
-        """Wrap a loaded ``transformers`` causal LM (in eval mode, on its device)."""
+    def __init__(self, model: Any, info: ModelInfo, tokenizer: Any | None = None) -> None:
+        """Wrap a loaded ``transformers`` causal LM (in eval mode, on its device) and its
+        tokenizer, if it has one."""
         self._model = model
         self._info = info
+        self._tokenizer = tokenizer
+        generation = getattr(model, "generation_config", None)
+        eos = getattr(generation, "eos_token_id", None)
+        if eos is None:
+            eos = getattr(getattr(model, "config", None), "eos_token_id", None)
+        self._stop_ids: tuple[int, ...] = tuple(
+            eos if isinstance(eos, list) else [] if eos is None else [eos]
+        )
         self._vocab_size: int = model.get_input_embeddings().num_embeddings
         forward = inspect.signature(model.forward).parameters
         self._keep_kwargs: dict[str, int] = (
@@ -123,12 +132,34 @@ class TransformersEngine:
             engine="transformers",
             device=str(hf.device),
         )
-        return cls(hf, info)
+        try:
+            tokenizer = transformers.AutoTokenizer.from_pretrained(str(model))
+        except Exception:  # a folder without a tokenizer still serves token ids (Harmony models)
+            tokenizer = None
+        return cls(hf, info, tokenizer)
 
     @property
     def info(self) -> ModelInfo:
         """The model this engine serves."""
         return self._info
+
+    @property
+    def tokenizer(self) -> Any | None:
+        """The model's Hugging Face tokenizer (``None`` when its folder has none)."""
+        return self._tokenizer
+
+    @property
+    def chat_template(self) -> str | None:
+        """The tokenizer's Jinja chat template (the ``default`` one of a named set), if any."""
+        template = getattr(self._tokenizer, "chat_template", None)
+        if isinstance(template, dict):
+            template = template.get("default")
+        return template if isinstance(template, str) else None
+
+    @property
+    def stop_token_ids(self) -> tuple[int, ...]:
+        """The generation config's end-of-sequence ids: where an assistant turn ends."""
+        return self._stop_ids
 
     @property
     def busy(self) -> bool:

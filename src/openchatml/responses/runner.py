@@ -11,7 +11,7 @@ cancel) closes the engine's stream, which stops generation.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -37,6 +37,9 @@ class Prepared:
 
     prompt: list[int]
     params: SamplingParams
+    prefix: str = ""
+    """What the prompt already wrote of the answer (an opened reasoning block …), for
+    parsers of chat-template models; ``""`` for Harmony."""
 
 
 def prepare(
@@ -45,6 +48,8 @@ def prepare(
     *,
     context_length: int | None,
     encoding: Encoding | None = None,
+    prompt_of: Callable[[Conversation], list[int]] | None = None,
+    stop_ids: Sequence[int] = STOP_IDS,
 ) -> Prepared:
     """Prompt ids and sampling settings for ``request``; raises :class:`RequestError`
     (``context_length_exceeded``) when the prompt leaves no room to answer.
@@ -52,13 +57,17 @@ def prepare(
     With ``truncation: "auto"`` a prompt that does not fit loses its oldest messages after
     the system and developer ones (as few as leave room for ``max_output_tokens``, or for
     one token) before it is refused.
+
+    ``prompt_of`` renders a conversation to ids (default: Harmony through ``encoding``);
+    ``stop_ids`` end sampling (default: Harmony's).
     """
-    renderer = Renderer(_RENDER, encoding)
-    prompt = renderer.completion_tokens(conversation)
+    if prompt_of is None:
+        prompt_of = Renderer(_RENDER, encoding).completion_tokens
+    prompt = prompt_of(conversation)
     if context_length is not None and request.truncation == "auto":
         wanted = request.max_output_tokens or 1
         wanted = wanted if wanted < context_length else 1
-        prompt = _truncated(renderer, conversation, prompt, context_length - wanted)
+        prompt = _truncated(prompt_of, conversation, prompt, context_length - wanted)
     room = None if context_length is None else context_length - len(prompt)
     if room is not None and room < 1:
         raise RequestError(
@@ -78,14 +87,16 @@ def prepare(
         top_p=1.0 if request.top_p is None else request.top_p,
         presence_penalty=request.presence_penalty or 0.0,
         frequency_penalty=request.frequency_penalty or 0.0,
-        stop_token_ids=STOP_IDS,
+        stop_token_ids=tuple(stop_ids),
         seed=request.seed,
         logprobs=(request.top_logprobs or 0) if request.wants_logprobs else None,
     )
     return Prepared(prompt, params)
 
 
-def _truncated(renderer: Renderer, conversation: Conversation, prompt: list[int], budget: int) -> list[int]:
+def _truncated(
+    prompt_of: Callable[[Conversation], list[int]], conversation: Conversation, prompt: list[int], budget: int
+) -> list[int]:
     """``prompt`` if it has at most ``budget`` ids; else the prompt of ``conversation``
     without the fewest oldest non-system messages that brings it within budget (at least
     the last message stays; the result may still be too long)."""
@@ -98,7 +109,7 @@ def _truncated(renderer: Renderer, conversation: Conversation, prompt: list[int]
 
     def without(dropped: int) -> list[int]:
         kept = messages[:lead] + messages[lead + dropped :]
-        return renderer.completion_tokens(Conversation(kept, conversation.header))
+        return prompt_of(Conversation(kept, conversation.header))
 
     most = len(messages) - lead - 1  # at least the last message stays
     if most < 1 or len(without(most)) > budget:

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from ..encoding import Encoding, load_encoding
 from ..engines.base import TokenLogprob
@@ -55,6 +55,28 @@ from .resource import ResponseState, Usage
 
 _FUNCTIONS: Final = "functions."
 _LOWEST_LOGPROB: Final = -9999.0
+
+
+class TokenParser(Protocol):
+    """Sampled ids → the core's parser events: the Harmony
+    :class:`~openchatml.StreamParser`, or a chat-template model's
+    :class:`~openchatml.templates.decoding.TemplateTokenParser`."""
+
+    messages: list[Message]
+
+    def process(self, token: int) -> None: ...
+
+    def events(self) -> list[Any]: ...
+
+    def close(self) -> list[Any]: ...
+
+
+class Vocabulary(Protocol):
+    """A model's tokens, for log probabilities (default: o200k_harmony)."""
+
+    def token_bytes(self, token: int) -> bytes: ...
+
+    def is_text(self, token: int) -> bool: ...
 
 
 @dataclass(slots=True)
@@ -110,12 +132,15 @@ class ResponseStream:
         cached_tokens: int = 0,
         sealer: Sealer | None = None,
         encoding: Encoding | None = None,
+        parser: TokenParser | None = None,
+        vocabulary: Vocabulary | None = None,
     ) -> None:
         self.state = state
-        self._parser = StreamParser(
+        self._parser: TokenParser = parser or StreamParser(
             Role.ASSISTANT, strict=False, check_constraints=False, allow_truncated=True, encoding=encoding
         )
         self._encoding = encoding
+        self._vocabulary = vocabulary
         self._seq = 0
         self._open: _Open | None = None
         self._sealer = sealer if state.request.wants_encrypted_reasoning else None
@@ -200,7 +225,7 @@ class ResponseStream:
             parser.process(token)
             if len(parser.messages) != self._done_messages:
                 self._count_finished(parser)
-            if logprobs is not None and 0 <= token < FIRST_SPECIAL_ID:
+            if logprobs is not None and self._is_text(token):
                 self._pending.append(logprobs[n])
             self._pair(parser.events(), out)
         return out
@@ -222,7 +247,12 @@ class ResponseStream:
                 self._pending = []  # header tokens, or body tokens that never made text
             out.append(event)
 
-    def _count_finished(self, parser: StreamParser) -> None:
+    def _is_text(self, token: int) -> bool:
+        if self._vocabulary is not None:
+            return self._vocabulary.is_text(token)
+        return 0 <= token < FIRST_SPECIAL_ID
+
+    def _count_finished(self, parser: TokenParser) -> None:
         message = parser.messages[-1]
         self._done_messages = len(parser.messages)
         if item_kind(message) == "reasoning":
@@ -403,9 +433,13 @@ class ResponseStream:
 
     def _logprobs_json(self, scores: Iterable[TokenLogprob]) -> list[dict[str, Any]]:
         """``LogProb`` objects for ``scores``, each with ``top_logprobs`` alternatives."""
-        if self._encoding is None:
-            self._encoding = load_encoding()
-        table = self._encoding.token_bytes
+        table: Any
+        if self._vocabulary is not None:
+            table = self._vocabulary
+        else:
+            if self._encoding is None:
+                self._encoding = load_encoding()
+            table = self._encoding.token_bytes
         top = self._top or 0
         out = []
         for score in scores:
@@ -415,9 +449,12 @@ class ResponseStream:
         return out
 
 
-def _token_json(table: Sequence[bytes], token: int, logprob: float) -> dict[str, Any]:
+def _token_json(table: Sequence[bytes] | Vocabulary, token: int, logprob: float) -> dict[str, Any]:
     """``{token, logprob, bytes}`` of one id (an id outside ``table`` has no bytes)."""
-    raw = table[token] if 0 <= token < len(table) else b""
+    if isinstance(table, Sequence):
+        raw = table[token] if 0 <= token < len(table) else b""
+    else:
+        raw = table.token_bytes(token)
     return {
         "token": raw.decode("utf-8", "replace"),
         "logprob": logprob if logprob >= _LOWEST_LOGPROB else _LOWEST_LOGPROB,

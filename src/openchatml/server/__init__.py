@@ -15,6 +15,7 @@ from collections.abc import Callable
 from fastapi import FastAPI
 
 from ..responses.crypto import Sealer
+from ..responses.dialect import TemplateDialect
 from ..responses.input import PromptSettings
 from .app import Limits, create_app
 from .auth import KeyChecker
@@ -36,9 +37,14 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
         evicted = await store.evict(int(time.time()))
         if interrupted or evicted:
             say(f"store: {interrupted} left by stopped servers marked failed, {evicted} expired removed")
+    dialect = TemplateDialect.of_engine(engine)
+    if dialect is not None:
+        fmt = dialect.format
+        say(f"chat template: {fmt.tools.syntax.value} tool calls, reasoning {fmt.reasoning.mode.value}")
     service = ResponseService(
         engine,
         store,
+        dialect=dialect,
         sealer=Sealer(sealing_key(config.home)),
         settings=ServiceSettings(prompt=PromptSettings(), ttl_seconds=config.ttl_seconds),
     )

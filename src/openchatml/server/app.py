@@ -33,7 +33,6 @@ from ..responses.errors import APIError, NotFoundError, PayloadTooLargeError, Ra
 from ..responses.input import COMPACTION_KIND, build_conversation, item_messages
 from ..responses.request import ResponseRequest, parse_request
 from ..responses.resource import Usage
-from ..responses.runner import prepare
 from .auth import KeyChecker, RateLimiter
 from .metrics import CONTENT_TYPE
 from .service import ResponseService, Run, owner_of
@@ -231,7 +230,7 @@ def create_app(
         conversation = build_conversation(
             parsed, items, settings=service.settings.prompt, sealer=service.sealer
         )
-        prepared = prepare(parsed, conversation, context_length=None)
+        prepared = service.dialect.prepare(parsed, conversation, context_length=None)
         return _json({"object": "response.input_tokens", "input_tokens": len(prepared.prompt)})
 
     @app.post("/v1/responses/compact")
@@ -256,7 +255,7 @@ def create_app(
         conversation = build_conversation(
             parsed, items, settings=service.settings.prompt, sealer=service.sealer
         )
-        prompt = prepare(parsed, conversation, context_length=None).prompt
+        prompt = service.dialect.prepare(parsed, conversation, context_length=None).prompt
         sealed = service.sealer.seal(COMPACTION_KIND, {"messages": [message_to_json(m) for m in messages]})
         return _json(
             {

@@ -22,12 +22,13 @@ from typing import Any
 from ..engines.base import Engine
 from ..responses import ids
 from ..responses.crypto import Sealer
+from ..responses.dialect import Dialect, HarmonyDialect
 from ..responses.errors import APIError, ConflictError, NotFoundError, RequestError
 from ..responses.input import PromptSettings, build_conversation
 from ..responses.replay import replay_events
 from ..responses.request import ResponseRequest
 from ..responses.resource import TERMINAL, ResponseState
-from ..responses.runner import Prepared, prepare, run_events
+from ..responses.runner import Prepared, run_events
 from ..responses.stream import ResponseStream
 from .metrics import Metrics
 from .store.base import Store, StoredResponse
@@ -107,8 +108,10 @@ class ResponseService:
         sealer: Sealer | None = None,
         settings: ServiceSettings | None = None,
         metrics: Metrics | None = None,
+        dialect: Dialect | None = None,
     ) -> None:
         self.engine = engine
+        self.dialect: Dialect = dialect or HarmonyDialect()
         self.store = store
         self.sealer = sealer
         self.settings = settings or ServiceSettings()
@@ -209,7 +212,13 @@ class ResponseService:
             status="queued" if request.background else "in_progress",
             default_effort=self.settings.prompt.reasoning_effort.value,
         )
-        stream = ResponseStream(state, prompt_tokens=len(prepared.prompt), sealer=self.sealer)
+        stream = ResponseStream(
+            state,
+            prompt_tokens=len(prepared.prompt),
+            sealer=self.sealer,
+            parser=self.dialect.parser(request, prepared),
+            vocabulary=self.dialect.vocabulary,
+        )
         run = Run(state.id, owner, request.background)
         run.stream = stream
         created: asyncio.Future[None] | None = None
@@ -238,7 +247,7 @@ class ResponseService:
         hop for both steps: under many concurrent requests, each hop costs more than the
         work of a usual prompt)."""
         conversation = build_conversation(request, items, settings=self.settings.prompt, sealer=self.sealer)
-        return prepare(request, conversation, context_length=self.engine.info.context_length)
+        return self.dialect.prepare(request, conversation, context_length=self.engine.info.context_length)
 
     async def _drive(
         self, run: Run, stream: ResponseStream, prepared: Prepared, created: asyncio.Future[None] | None
