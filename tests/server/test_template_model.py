@@ -162,3 +162,43 @@ def test_user_text_never_becomes_a_control_token(qwen_engine: Any, tmp_path: Pat
         assert sneaky in tokenizer.decode(prompt)
     finally:
         server.__exit__()
+
+
+def test_tool_round_trip_prompt_equals_transformers(qwen_engine: Any, tmp_path: Path) -> None:
+    tokenizer = qwen_engine.tokenizer
+    said = (
+        "<think>\nThe user wants a word.\n</think>\n\nLet me check."
+        '<tool_call>\n{"name": "lookup", "arguments": {"query": "tiny"}}\n</tool_call><|im_end|>'
+    )
+    engine = ScriptedTemplateEngine(tokenizer, said)
+    server = serve(engine, tmp_path)
+    try:
+        client = server.client()
+        first = client.responses.create(model="scripted-qwen3", input="Define tiny.", tools=[LOOKUP])
+        call = next(item for item in first.output if item.type == "function_call")
+        client.responses.create(
+            model="scripted-qwen3",
+            previous_response_id=first.id,
+            input=[{"type": "function_call_output", "call_id": call.call_id, "output": "small"}],
+            tools=[LOOKUP],
+        )
+        expected = tokenizer.apply_chat_template(
+            [
+                {"role": "user", "content": "Define tiny."},
+                {
+                    "role": "assistant",
+                    "content": "Let me check.",
+                    "reasoning_content": "The user wants a word.",
+                    "tool_calls": [
+                        {"type": "function", "function": {"name": "lookup", "arguments": {"query": "tiny"}}}
+                    ],
+                },
+                {"role": "tool", "content": "small"},
+            ],
+            tools=[{"type": "function", "function": {k: v for k, v in LOOKUP.items() if k != "type"}}],
+            add_generation_prompt=True,
+            tokenize=False,
+        )
+        assert tokenizer.decode(engine.prompts[-1]) == expected
+    finally:
+        server.__exit__()
