@@ -482,6 +482,11 @@ __all__ = ["main"]
     "--upstream-api-key", metavar="KEY", envvar="OPENCHATML_UPSTREAM_API_KEY", help="Key for --upstream."
 )
 @click.option(
+    "--tokenizer",
+    metavar="PATH",
+    help="With --upstream: the model's tokenizer (folder or hub id); its chat template serves other models.",
+)
+@click.option(
     "--served-model-name", metavar="NAME", help="The model id clients use (default: from the model)."
 )
 @click.option("--device", metavar="DEV", help="Device for the transformers engine (cpu, cuda, cuda:1 …).")
@@ -513,6 +518,7 @@ def serve(
     model: str | None,
     upstream: str | None,
     upstream_api_key: str | None,
+    tokenizer: str | None,
     served_model_name: str | None,
     device: str | None,
     store: str,
@@ -529,11 +535,14 @@ def serve(
     from .server import serve as run_server
     from .server.config import DEFAULT_MODEL, default_home
 
+    if tokenizer and not upstream:
+        raise click.UsageError("--tokenizer goes with --upstream (a local model brings its own tokenizer)")
     env_keys = tuple(k.strip() for k in os.environ.get("OPENCHATML_API_KEYS", "").split(",") if k.strip())
     config = ServerConfig(
         model=model or DEFAULT_MODEL,
         upstream=upstream,
         upstream_api_key=upstream_api_key,
+        tokenizer=tokenizer,
         device=device,
         store=store,
         home=data_dir or default_home(),

@@ -202,3 +202,38 @@ def test_tool_round_trip_prompt_equals_transformers(qwen_engine: Any, tmp_path: 
         assert tokenizer.decode(engine.prompts[-1]) == expected
     finally:
         server.__exit__()
+
+
+def test_an_engine_given_the_tokenizer_serves_the_template_model(qwen_engine: Any, tmp_path: Path) -> None:
+    """What ``--upstream URL --tokenizer PATH`` builds: an engine that samples ids only,
+    given the model's tokenizer folder."""
+    from openchatml.engines.tokenized import with_tokenizer
+
+    tokenizer = qwen_engine.tokenizer
+    said = "<think>\nOk.\n</think>\n\nTiny means small.<|im_end|>"
+    bare = ScriptedEngine(tokenizer.encode(said, add_special_tokens=False))
+    folder = tmp_path / "tokenizer"
+    tokenizer.save_pretrained(folder)
+    engine = with_tokenizer(bare, str(folder))
+    assert engine.stop_token_ids == (tokenizer.convert_tokens_to_ids("<|im_end|>"),)
+    server = serve(engine, tmp_path)
+    try:
+        response = server.client().responses.create(model="scripted-model", input="Define tiny.")
+        assert [item.type for item in response.output] == ["reasoning", "message"]
+        assert response.output_text == "Tiny means small."
+        assert bare.prompts[-1] == tokenizer.apply_chat_template(
+            [{"role": "user", "content": "Define tiny."}],
+            add_generation_prompt=True,
+            tokenize=True,
+            return_dict=False,
+        )
+    finally:
+        server.__exit__()
+
+
+def test_a_tokenizer_that_cannot_load_is_a_clear_error(tmp_path: Path) -> None:
+    from openchatml.engines.base import EngineError
+    from openchatml.engines.tokenized import with_tokenizer
+
+    with pytest.raises(EngineError, match="cannot load the tokenizer"):
+        with_tokenizer(ScriptedEngine([1]), str(tmp_path / "missing"))

@@ -39,6 +39,9 @@ class ServerConfig:
     model: str = DEFAULT_MODEL
     upstream: str | None = None
     upstream_api_key: str | None = None
+    tokenizer: str | None = None
+    """The model's tokenizer for ``upstream`` (a folder or hub id): with a non-Harmony chat
+    template, prompts are rendered and answers read through it."""
     device: str | None = None
     store: str = "sqlite"
     home: Path = field(default_factory=default_home)
@@ -66,11 +69,20 @@ async def open_engine(config: ServerConfig) -> Engine:
         from ..engines.upstream import UpstreamEngine
 
         try:
-            return await UpstreamEngine.connect(
+            engine: Engine = await UpstreamEngine.connect(
                 config.upstream, model=config.served_name, api_key=config.upstream_api_key
             )
         except EngineError as exc:
             raise ConfigError(f"cannot reach the upstream engine at {config.upstream}: {exc}") from None
+        if config.tokenizer is None:
+            return engine
+        from ..engines.tokenized import with_tokenizer
+
+        try:
+            return with_tokenizer(engine, config.tokenizer)
+        except EngineError as exc:
+            await engine.aclose()
+            raise ConfigError(str(exc)) from None
     from ..engines.transformers import TransformersEngine
 
     model: str | Path = config.model
