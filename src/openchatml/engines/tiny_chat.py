@@ -75,7 +75,7 @@ CALL_NAME: Final = "lookup"
 CALL_ARGUMENTS: Final[Mapping[str, Any]] = {"query": "tiny"}
 """The arguments of that call."""
 
-_RECIPE: Final = 1
+_RECIPE: Final = 2
 _STAMP: Final = "openchatml-tiny-chat.json"
 _INSTALL_HINT: Final = (
     "the tiny chat model needs torch and transformers: pip install 'openchatml[transformers]'"
@@ -243,6 +243,10 @@ _TOOLS: Final = [
     }
 ]
 
+_HEAD_DIM: Final = 32
+"""Attention head width (vLLM's CPU attention has kernels for 32, not 16)."""
+_ATTENTION_SCALE: Final = (16 / _HEAD_DIM) ** 0.5
+"""Attention output weights scaled so that its noise stays that of 16-wide heads."""
 _ROLE_LOGIT: Final = 25.0
 """The logit a hand-set transition gives its one next token."""
 _TEXT_SPREAD: Final = 3.0
@@ -253,6 +257,9 @@ _GREEDY_RUN: Final = 12
 """About how many words greedy decoding writes in a block."""
 _CALL_BELOW_END: Final = 1.4
 """How much lower than the end marker an answer word puts a tool call (never greedy)."""
+_BRANCH_BELOW_GREEDY: Final = 0.6
+"""How far below the greedy pick a branch out of a context of words stays (the layers'
+noise must not lift it above)."""
 _CALL_AT_START: Final = 0.2
 """The chance sought for a bare call (no marker opens it) where the answer starts; capped
 so that greedy decoding still answers."""
@@ -368,7 +375,7 @@ def build_tiny_chat_model(
         num_hidden_layers=2,
         num_attention_heads=4,
         num_key_value_heads=2,
-        head_dim=16,
+        head_dim=_HEAD_DIM,
         max_position_embeddings=CONTEXT_LENGTH,
         bos_token_id=_id(tokenizer, spec.bos_token),
         eos_token_id=_id(tokenizer, spec.eos_token),
@@ -379,6 +386,8 @@ def build_tiny_chat_model(
         torch.manual_seed(seed)
         model = getattr(hf, spec.model_class)(config)
         with torch.no_grad():
+            for layer in model.model.layers:  # attention as loud as with 16-wide heads
+                layer.self_attn.o_proj.weight.mul_(_ATTENTION_SCALE)
             described = shape.apply(model.get_input_embeddings().weight, model.get_output_embeddings().weight)
     model = model.to(torch.bfloat16)
     stops = [_id(tokenizer, t) for t in dict.fromkeys([*spec.stop_tokens, end_marker])]
@@ -741,7 +750,7 @@ class _Shape:
                 target = self.branch[token]
                 row = (normed[token] @ unembed[rows[classes[token]]].T).float()
                 odds = math.log(_CALL_AT_START / (1 - _CALL_AT_START))
-                logit = min(float(torch.logsumexp(row, 0)) + odds, float(row.max()) - 0.1)
+                logit = min(float(torch.logsumexp(row, 0)) + odds, float(row.max()) - _BRANCH_BELOW_GREEDY)
             already = float(unembed[target] @ normed[token])  # what the class switches give it
             unembed[target, k] = (logit - already) / float(normed[token, k])
         return described
