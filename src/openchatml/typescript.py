@@ -87,7 +87,14 @@ def _one_of_top(variants: list[Any], indent: str) -> str:
             if isinstance(desc, str):
                 comments.append(desc)
             if "default" in variant:
-                comments.append(_default_comment(variant, variant["default"]))
+                default = variant["default"]
+                # nested unions quote a string default even for an enum (the reference does)
+                shown = (
+                    f'default: "{default}"'
+                    if isinstance(default, str)
+                    else _default_comment(variant, default)
+                )
+                comments.append(shown)
         if comments:
             out.append(" // " + " ".join(comments))
     return "".join(out)
