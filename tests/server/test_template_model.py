@@ -237,3 +237,22 @@ def test_a_tokenizer_that_cannot_load_is_a_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(EngineError, match="cannot load the tokenizer"):
         with_tokenizer(ScriptedEngine([1]), str(tmp_path / "missing"))
+
+
+def test_which_engines_get_a_template_dialect(qwen_engine: Any) -> None:
+    from openchatml.engines.base import EngineError
+
+    class Fake:
+        info = ModelInfo(id="fake")
+
+        def __init__(self, template: str | None, tokenizer: Any) -> None:
+            self.chat_template = template
+            self.tokenizer = tokenizer
+
+    gpt_oss = (TEMPLATE.parent / "openai-gpt-oss-120b.jinja").read_text()
+    assert TemplateDialect.of_engine(Fake(gpt_oss, qwen_engine.tokenizer)) is None  # Harmony: the core codec
+    assert TemplateDialect.of_engine(Fake(None, qwen_engine.tokenizer)) is None  # no template
+    assert TemplateDialect.of_engine(Fake(TEMPLATE.read_text(), None)) is None  # no tokenizer
+    refusing = "{{ raise_exception('never') }}"
+    with pytest.raises(EngineError, match="chat template cannot be used"):
+        TemplateDialect.of_engine(Fake(refusing, qwen_engine.tokenizer))

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from fastapi import FastAPI
 
+from ..engines.base import EngineError
 from ..responses.crypto import Sealer
 from ..responses.dialect import TemplateDialect
 from ..responses.input import PromptSettings
@@ -37,7 +38,12 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
         evicted = await store.evict(int(time.time()))
         if interrupted or evicted:
             say(f"store: {interrupted} left by stopped servers marked failed, {evicted} expired removed")
-    dialect = TemplateDialect.of_engine(engine)
+    try:
+        dialect = TemplateDialect.of_engine(engine)
+    except EngineError as exc:
+        await engine.aclose()
+        hint = "Serve a gpt-oss model, or one whose chat template can be analysed."
+        raise ConfigError(f"{exc}. {hint}") from None
     if dialect is not None:
         fmt = dialect.format
         say(f"chat template: {fmt.tools.syntax.value} tool calls, reasoning {fmt.reasoning.mode.value}")
