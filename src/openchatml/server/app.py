@@ -70,6 +70,32 @@ def error_response(error: APIError) -> Response:
     return _json(error.body(), error.status, headers)
 
 
+class EventStream(StreamingResponse):
+    """A streamed body that notices a client leaving at once, whatever the ASGI version:
+    it listens for ``http.disconnect`` while it writes (servers on ASGI 2.4 may drop
+    writes to a closed connection silently), then closes its body iterator, whose cleanup
+    cancels what the stream follows."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        async def client_left() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+
+        writing = asyncio.ensure_future(self.stream_response(send))
+        watching = asyncio.ensure_future(client_left())
+        try:
+            await asyncio.wait({writing, watching}, return_when=asyncio.FIRST_COMPLETED)
+            if writing.done() and not writing.cancelled() and not isinstance(writing.exception(), OSError):
+                writing.result()  # a failure while writing (other than the client gone) is raised
+        finally:
+            for task in (writing, watching):
+                task.cancel()
+            await asyncio.gather(writing, watching, return_exceptions=True)
+            aclose = getattr(self.body_iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+
 def create_app(
     service: ResponseService,
     *,
@@ -149,7 +175,7 @@ def create_app(
                 if not finished and cancel is not None and cancel.task is not None and not cancel.done:
                     cancel.task.cancel()
 
-        return StreamingResponse(
+        return EventStream(
             body(),
             media_type="text/event-stream",
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
