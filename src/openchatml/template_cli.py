@@ -78,7 +78,7 @@ def _tools(path: Path | None) -> tuple[Mapping[str, Any], ...]:
     tools = data.get("tools", data) if isinstance(data, dict) else data
     if not isinstance(tools, list):
         raise click.BadParameter('expected a JSON list of tools (or {"tools": [...]})', param_hint="--tools")
-    return tuple(t if "function" in t else {"type": "function", "function": t} for t in tools)
+    return tuple(tools)  # OpenAI-style or bare function objects: every consumer takes both
 
 
 @template.command("parse")

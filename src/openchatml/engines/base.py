@@ -19,7 +19,16 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, overload, runtime_checkable
+from typing import Any, Protocol, overload, runtime_checkable
+
+
+def chat_template_of(tokenizer: Any) -> str | None:
+    """A Hugging Face tokenizer's Jinja chat template (the ``default`` one of a named set),
+    if it has one."""
+    template = getattr(tokenizer, "chat_template", None)
+    if isinstance(template, dict):
+        template = template.get("default")
+    return template if isinstance(template, str) else None
 
 
 class EngineError(Exception):

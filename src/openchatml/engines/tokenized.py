@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from .base import Chunk, Engine, EngineError, ModelInfo, SamplingParams
+from .base import Chunk, Engine, EngineError, ModelInfo, SamplingParams, chat_template_of
 
 
 class TokenizedEngine:
@@ -31,10 +31,7 @@ class TokenizedEngine:
     @property
     def chat_template(self) -> str | None:
         """The tokenizer's Jinja chat template (the ``default`` one of a named set), if any."""
-        template = getattr(self.tokenizer, "chat_template", None)
-        if isinstance(template, dict):
-            template = template.get("default")
-        return template if isinstance(template, str) else None
+        return chat_template_of(self.tokenizer)
 
     def generate(self, prompt: Sequence[int], params: SamplingParams) -> AsyncIterator[Chunk]:
         """The wrapped engine's stream."""

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .base import Chunk, EngineError, ModelInfo, SamplingParams, TokenLogprob
+from .base import Chunk, EngineError, ModelInfo, SamplingParams, TokenLogprob, chat_template_of
 
 _INSTALL_HINT: Final = (
     "the transformers engine needs torch and transformers: pip install 'openchatml[transformers]'"
@@ -151,10 +151,7 @@ class TransformersEngine:
     @property
     def chat_template(self) -> str | None:
         """The tokenizer's Jinja chat template (the ``default`` one of a named set), if any."""
-        template = getattr(self._tokenizer, "chat_template", None)
-        if isinstance(template, dict):
-            template = template.get("default")
-        return template if isinstance(template, str) else None
+        return chat_template_of(self._tokenizer)
 
     @property
     def stop_token_ids(self) -> tuple[int, ...]:

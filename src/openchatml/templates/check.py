@@ -126,7 +126,7 @@ class Checker:
             **variables,
         )
         parse_options = ParseOptions(
-            tools=tuple(_as_tool(t) for t in tools),
+            tools=tuple(tools),
             extract_reasoning=str(options.get("reasoning_format") or "auto") != "none",
             prefix=prefix,
             partial=bool(options.get("is_partial")),
@@ -137,13 +137,6 @@ class Checker:
             return open_parser(fmt, parse_options)
 
         return make
-
-
-def _as_tool(tool: Mapping[str, Any]) -> Mapping[str, Any]:
-    """A tool as ``{"type": "function", "function": {...}}`` (cases may give the inner dict)."""
-    if "function" in tool:
-        return tool
-    return {"type": "function", "function": dict(tool)}
 
 
 def _streamed(make: Any, text: str, whole: ParsedMessage) -> list[str]:
