@@ -97,3 +97,53 @@ def test_an_older_database_gains_the_runner_column(tmp_path: Path) -> None:
         await store.close()
 
     asyncio.run(main())
+
+
+def test_events_cancel_requests_and_notices_between_stores(open_store: Any) -> None:
+    """Events written by one store are read by another from a cursor, owner-scoped; a
+    cancel asked through one is seen by the other, as is a deletion; on PostgreSQL each
+    of these also reaches a listening store as a notice."""
+
+    async def main() -> None:
+        a, b = open_store(), open_store()
+        await a.open()
+        await b.open()
+        notices: list[tuple[str, str]] = []
+        await a.listen(lambda kind, rid: notices.append((kind, rid)))
+        for _ in range(100):  # PostgreSQL: until the listening connection is up
+            if not isinstance(a, SQLiteStore) and not a.listening:
+                await asyncio.sleep(0.05)
+        await a.create(running("resp_1"))
+        await a.create(running("resp_2"))
+        events = [{"type": "e", "sequence_number": n} for n in range(5)]
+        await a.append_events("resp_1", events[:3])
+        await a.append_events("resp_1", events[2:])  # a batch written again adds nothing
+        assert await b.events_after("resp_1", "owner", -1) == events
+        assert await b.events_after("resp_1", "owner", 2) == events[3:]
+        assert await b.events_after("resp_1", "owner", 1, limit=2) == events[2:4]
+        assert await b.events_after("resp_1", "someone else", -1) == []
+        assert await a.stop_requests(["resp_1", "resp_2"]) == {}
+        assert not await b.request_cancel("resp_1", "someone else")
+        assert await b.request_cancel("resp_1", "owner")
+        assert await b.delete("resp_2", "owner")
+        assert await a.stop_requests(["resp_1", "resp_2", "resp_1"]) == {
+            "resp_1": "cancel",
+            "resp_2": "delete",
+        }
+        await a.update({"id": "resp_1", "status": "cancelled", "output": []})
+        assert not await b.request_cancel("resp_1", "owner")  # it ended: nothing to cancel
+        assert await a.stop_requests(["resp_1"]) == {}
+        await a.update({"id": "resp_2", "status": "cancelled", "output": []})  # gone: a no-op
+        assert await b.get("resp_2", "owner") is None
+        if not isinstance(a, SQLiteStore):
+            for _ in range(100):
+                if ("u", "resp_1") in notices and ("d", "resp_2") in notices:
+                    break
+                await asyncio.sleep(0.05)
+            assert ("c", "resp_1") in notices and ("d", "resp_2") in notices and ("u", "resp_1") in notices
+        else:
+            assert notices == []
+        await a.close()
+        await b.close()
+
+    asyncio.run(main())

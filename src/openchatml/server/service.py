@@ -6,6 +6,13 @@ follow the run (an SSE stream, a WebSocket, a JSON answer waiting for the end, a
 cancelled; a background one runs on until it ends or ``cancel`` is called. With
 ``store`` the response, its input items and its output are written to the store when
 it starts, as items finish (background), and when it ends.
+
+Several servers on one store: the events of a stored background response are written
+to the store as they come (gathered for ``publish_seconds``), so another server streams
+them from any cursor while the response runs and after; ``cancel`` (or ``delete``) of a
+response another server runs is asked through the store, and that server cancels it.
+Servers learn of these at once where the store sends notices (PostgreSQL), else by
+polling every ``poll_seconds``.
 """
 
 from __future__ import annotations
@@ -15,9 +22,9 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from ..engines.base import Engine
 from ..responses import ids
@@ -52,18 +59,27 @@ class ServiceSettings:
     maintenance_seconds: float = 10.0
     """How often the store hears this server is alive, and fails what dead ones left and
     evicts what expired (keep it well under the store's lease)."""
+    publish_seconds: float = 0.05
+    """How long the events of a stored background response gather before they are written."""
+    poll_seconds: float = 0.25
+    """How often, without store notices, a server looks for events and cancel requests of
+    other servers (with notices: every ``4 * poll_seconds``, in case one was lost)."""
+    cancel_wait_seconds: float = 10.0
+    """How long ``cancel`` waits for another server to end the response it runs."""
 
 
 class Run:
     """The events of one running response; any number of followers read them."""
 
-    def __init__(self, response_id: str, owner: str, background: bool) -> None:
+    def __init__(self, response_id: str, owner: str, background: bool, *, stored: bool = False) -> None:
         self.response_id = response_id
         self.owner = owner
         self.background = background
+        self.stored = stored
         self.events: list[dict[str, Any]] = []
         self.done = False
         self.task: asyncio.Task[None] | None = None
+        self.publisher: asyncio.Task[None] | None = None
         self.stream: ResponseStream | None = None
         self._wake = asyncio.Event()
 
@@ -86,9 +102,14 @@ class Run:
                 index += 1
             if self.done:
                 return
+            await self.wait_beyond(index)
+
+    async def wait_beyond(self, count: int) -> None:
+        """Return once there are more than ``count`` events, or no more will come."""
+        while len(self.events) <= count and not self.done:
             self._wake.clear()
-            if index < len(self.events) or self.done:
-                continue
+            if len(self.events) > count or self.done:
+                return
             await self._wake.wait()
 
     @property
@@ -118,6 +139,7 @@ class ResponseService:
         self.metrics = metrics or Metrics()
         self.runs: dict[str, Run] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
+        self._waiters: dict[str, set[asyncio.Event]] = {}
 
     @property
     def model_id(self) -> str:
@@ -219,10 +241,12 @@ class ResponseService:
             parser=self.dialect.parser(request, prepared),
             vocabulary=self.dialect.vocabulary,
         )
-        run = Run(state.id, owner, request.background)
+        stored = request.store and self.store is not None
+        run = Run(state.id, owner, request.background, stored=stored)
         run.stream = stream
         created: asyncio.Future[None] | None = None
-        if request.store and self.store is not None:
+        if stored:
+            assert self.store is not None
             expires = int(time.time()) + self.settings.ttl_seconds if self.settings.ttl_seconds else None
             record = StoredResponse(state.id, owner, state.to_json(), new_input, expires)
             created = asyncio.ensure_future(self.store.create(record))
@@ -231,6 +255,8 @@ class ResponseService:
         run.task = asyncio.create_task(
             self._drive(run, stream, prepared, created), name=f"response {state.id}"
         )
+        if created is not None and request.background:
+            run.publisher = asyncio.create_task(self._publish(run, created), name=f"events of {state.id}")
         if created is not None:
             try:
                 await asyncio.shield(created)
@@ -277,10 +303,43 @@ class ResponseService:
             run.close()
             state = stream.state
             self.metrics.finished(state.status, stream.usage(), first_token, time.perf_counter() - started)
+            if run.publisher is not None:  # every event stored before the final snapshot
+                with contextlib.suppress(Exception):
+                    await asyncio.shield(run.publisher)
             if created is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self._save_after(created, stream))
             self._forget_later(run)
+
+    async def _publish(self, run: Run, created: asyncio.Future[None]) -> None:
+        """Write ``run``'s events to the store as they come, a batch at most every
+        ``publish_seconds``, until the run ends; a failed write is tried again."""
+        store = self.store
+        assert store is not None
+        try:
+            await created
+        except BaseException:  # not stored: nothing to publish
+            return
+        sent = 0
+        failed = False
+        while True:
+            count = len(run.events)
+            if sent < count:
+                try:
+                    await store.append_events(run.response_id, run.events[sent:count])
+                    sent = count
+                except Exception as exc:
+                    if not failed:
+                        log.warning("response %s: events not stored (%s); trying again", run.response_id, exc)
+                    failed = True
+                    if run.done:
+                        return
+                if not run.done:
+                    await asyncio.sleep(self.settings.publish_seconds)
+                continue
+            if run.done:
+                return
+            await run.wait_beyond(sent)
 
     async def _save(self, stream: ResponseStream) -> None:
         assert self.store is not None
@@ -307,10 +366,20 @@ class ResponseService:
 
     # --- reading ----------------------------------------------------------------------
 
+    def _live(self, response_id: str, owner: str) -> Run | None:
+        """``owner``'s run of the response, if this server holds it and is the one to ask:
+        once a stored run has ended and saved, the store is (another server may delete it)."""
+        run = self.runs.get(response_id)
+        if run is None or run.owner != owner:
+            return None
+        if run.stored and run.task is not None and run.task.done():
+            return None
+        return run
+
     async def retrieve(self, response_id: str, owner: str) -> dict[str, Any]:
         """The response snapshot; 404 when it is not ``owner``'s."""
-        run = self.runs.get(response_id)
-        if run is not None and run.owner == owner and run.snapshot is not None:
+        run = self._live(response_id, owner)
+        if run is not None and run.snapshot is not None:
             return run.snapshot
         record = await self.store.get(response_id, owner) if self.store is not None else None
         if record is None:
@@ -321,16 +390,122 @@ class ResponseService:
         self, response_id: str, owner: str, starting_after: int | None
     ) -> AsyncIterator[dict[str, Any]]:
         """The events of a response, live if it is running, rebuilt from the store if not."""
-        run = self.runs.get(response_id)
-        if run is not None and run.owner == owner:
+        run = self._live(response_id, owner)
+        if run is not None:
             return run.follow(starting_after)
-        snapshot = await self.retrieve(response_id, owner)
+        record = await self.store.get(response_id, owner) if self.store is not None else None
+        if record is None:
+            raise _not_found(response_id)
+        after = -1 if starting_after is None else starting_after
+        if self.store is not None and record.response.get("background"):
+            stored = await self.store.events_after(response_id, owner, -1, limit=1)
+            if stored or record.status not in TERMINAL:  # as it streamed, on whichever server
+                return self._follow_stored(response_id, owner, after)
+        snapshot = record.response
 
         async def rebuilt() -> AsyncIterator[dict[str, Any]]:
             for event in replay_events(snapshot, starting_after=starting_after):
                 yield event
 
         return rebuilt()
+
+    async def _follow_stored(self, response_id: str, owner: str, after: int) -> AsyncIterator[dict[str, Any]]:
+        """The stored events of a response another server runs (or ran), numbered above
+        ``after``, as they are written, up to its last event. When the store holds the
+        end of the response but not its last event (its server died, or could not write
+        them), a last event is made from the stored snapshot."""
+        store = self.store
+        assert store is not None
+        last = after
+        with self._watching(response_id) as wake:
+            while True:
+                wake.clear()  # before reading: a notice from now on is not lost
+                events = await store.events_after(response_id, owner, last)
+                for event in events:
+                    yield event
+                    last = int(event["sequence_number"])
+                    if event["type"] in _FINAL_EVENTS:
+                        return
+                if events:
+                    continue
+                record = await store.get(response_id, owner)
+                if record is None:  # deleted meanwhile
+                    return
+                if record.status in TERMINAL:
+                    if await store.events_after(response_id, owner, last, limit=1):
+                        continue
+                    kind = _FINAL_EVENT_OF.get(record.status, "response.incomplete")
+                    yield {"type": kind, "sequence_number": last + 1, "response": record.response}
+                    return
+                await self._wait(wake)
+
+    def _poll_seconds(self) -> float:
+        """How long to wait for a notice before looking again."""
+        listening = self.store is not None and self.store.listening
+        return self.settings.poll_seconds * (4 if listening else 1)
+
+    @contextlib.contextmanager
+    def _watching(self, response_id: str) -> Iterator[asyncio.Event]:
+        """An event set by each notice that ``response_id`` changed in the store."""
+        wake = asyncio.Event()
+        self._waiters.setdefault(response_id, set()).add(wake)
+        try:
+            yield wake
+        finally:
+            waiting = self._waiters.get(response_id)
+            if waiting is not None:
+                waiting.discard(wake)
+                if not waiting:
+                    del self._waiters[response_id]
+
+    async def _wait(self, wake: asyncio.Event) -> None:
+        """Wait for ``wake``, or the poll interval."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(wake.wait(), self._poll_seconds())
+
+    def _on_notice(self, kind: str, response_id: str) -> None:
+        """A notice from the store: wake who waits on the response; stop a run of ours
+        that another server was asked to cancel, or deleted."""
+        if kind == "*":
+            for waiting in self._waiters.values():
+                for wake in waiting:
+                    wake.set()
+            self._spawn(self._check_stops())
+            return
+        if kind in ("c", "d"):
+            self._stop_run(response_id, deleted=kind == "d")
+        for wake in self._waiters.get(response_id, ()):
+            wake.set()
+
+    def _stop_run(self, response_id: str, *, deleted: bool) -> None:
+        run = self.runs.get(response_id)
+        if run is None or not run.stored:
+            return
+        if deleted:  # gone from the store: gone here too
+            del self.runs[response_id]
+        if run.task is not None and not run.done:
+            log.info("response %s: %s on another server", response_id, "deleted" if deleted else "cancelled")
+            run.task.cancel()
+
+    async def _check_stops(self) -> None:
+        """Stop the stored runs of ours that another server asked to cancel, or deleted."""
+        if self.store is None:
+            return
+        running = [rid for rid, run in self.runs.items() if run.stored and not run.done]
+        if not running:
+            return
+        try:
+            stop = await self.store.stop_requests(running)
+        except Exception as exc:  # a database hiccup: the next look will do
+            log.warning("store: cannot read stop requests (%s)", exc)
+            return
+        for response_id, why in stop.items():
+            self._stop_run(response_id, deleted=why == "delete")
+
+    def _spawn(self, work: Any) -> None:
+        task = asyncio.get_running_loop().create_task(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     async def delete(self, response_id: str, owner: str) -> dict[str, Any]:
         """Delete a stored response (cancelling it if it runs); the deletion object."""
@@ -342,6 +517,8 @@ class ResponseService:
         deleted = await self.store.delete(response_id, owner) if self.store is not None else False
         if not deleted:
             raise _not_found(response_id)
+        if run is not None and run.owner == owner:
+            self.runs.pop(response_id, None)
         return {"id": response_id, "object": "response", "deleted": True}
 
     async def cancel(self, response_id: str, owner: str) -> dict[str, Any]:
@@ -356,8 +533,12 @@ class ResponseService:
                     param="response_id",
                     code="response_not_cancellable",
                 )
+            if self.store is not None and await self.store.request_cancel(response_id, owner):
+                return await self._ended(response_id, owner)
             raise ConflictError(
-                f"Response {response_id!r} is not running on this server.", code="response_not_cancellable"
+                f"Response {response_id!r} is not running and cannot be cancelled.",
+                param="response_id",
+                code="response_not_cancellable",
             )
         if run.task is not None and not run.done:
             run.task.cancel()
@@ -366,6 +547,21 @@ class ResponseService:
         final = run.snapshot
         assert final is not None
         return final
+
+    async def _ended(self, response_id: str, owner: str) -> dict[str, Any]:
+        """The stored snapshot once the server running the response has ended it (or as
+        it stands after ``cancel_wait_seconds``)."""
+        assert self.store is not None
+        deadline = time.monotonic() + self.settings.cancel_wait_seconds
+        with self._watching(response_id) as wake:
+            while True:
+                wake.clear()
+                record = await self.store.get(response_id, owner)
+                if record is None:
+                    raise _not_found(response_id)
+                if record.status in TERMINAL or time.monotonic() >= deadline:
+                    return record.response
+                await self._wait(wake)
 
     async def wait(self, run: Run) -> dict[str, Any]:
         """The final snapshot of ``run``."""
@@ -390,7 +586,8 @@ class ResponseService:
             )
 
     def start_maintenance(self) -> None:
-        """Run :meth:`maintain_once` every ``maintenance_seconds`` until :meth:`aclose`."""
+        """Until :meth:`aclose`: run :meth:`maintain_once` every ``maintenance_seconds``,
+        and hear from other servers on the store (notices, or polls for cancel requests)."""
         if self.store is None:
             return
 
@@ -402,9 +599,15 @@ class ResponseService:
                 except Exception:  # a database hiccup: try again next round
                     log.exception("store upkeep failed")
 
-        task = asyncio.get_running_loop().create_task(loop())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        async def watch() -> None:
+            assert self.store is not None
+            await self.store.listen(self._on_notice)
+            while True:
+                await asyncio.sleep(self._poll_seconds())
+                await self._check_stops()
+
+        self._spawn(loop())
+        self._spawn(watch())
 
     async def aclose(self) -> None:
         """Cancel what still runs."""
@@ -417,6 +620,16 @@ class ResponseService:
                     await run.task
         for task in list(self._tasks):
             task.cancel()
+
+
+_FINAL_EVENT_OF: Final = {
+    "completed": "response.completed",
+    "failed": "response.failed",
+    "incomplete": "response.incomplete",
+    "cancelled": "response.incomplete",
+}
+"""The last event of a stream, by the response's final status."""
+_FINAL_EVENTS: Final = frozenset(_FINAL_EVENT_OF.values())
 
 
 def _not_found(response_id: str) -> APIError:

@@ -5,11 +5,18 @@ key that owns it; output items live in the snapshot. ``owner`` scopes every read
 response is visible only to the key that created it. ``history`` walks a
 ``previous_response_id`` chain oldest first and gives ``input + output`` of each link,
 so a new request sees ``previous.input + previous.output + input``.
+
+Several servers may share a store. The events of a background response are stored as
+they stream (``append_events``) so that any server can stream them from a cursor
+(``events_after``), and a cancel asked of one server reaches the one running the
+response (``request_cancel`` → its ``stop_requests``; a deletion stops it too). A
+store that can push notices (``listen``) wakes those waiting at once; otherwise they
+poll.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -107,4 +114,35 @@ class Store(Protocol):
 
     async def evict(self, now: int) -> int:
         """Delete responses whose expiry passed; how many."""
+        ...
+
+    async def append_events(self, response_id: str, events: Sequence[dict[str, Any]]) -> None:
+        """Add streamed events of a stored response (each with its ``sequence_number``)."""
+        ...
+
+    async def events_after(
+        self, response_id: str, owner: str, after: int, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` stored events of ``owner``'s response numbered above ``after``."""
+        ...
+
+    async def request_cancel(self, response_id: str, owner: str) -> bool:
+        """Ask the server running ``owner``'s unfinished response to cancel it; ``False``
+        when no such response is unfinished."""
+        ...
+
+    async def stop_requests(self, response_ids: Sequence[str]) -> dict[str, str]:
+        """Of ``response_ids`` (responses this server runs), those another server asked to
+        stop: ``"cancel"`` or ``"delete"``."""
+        ...
+
+    @property
+    def listening(self) -> bool:
+        """Notices from other servers arrive now (else waiting means polling)."""
+        ...
+
+    async def listen(self, on_notice: Callable[[str, str], None]) -> None:
+        """Call ``on_notice(kind, response_id)`` for each notice of another server
+        (``u``: new events or snapshot, ``c``: cancel asked, ``d``: deleted, ``*``:
+        anything may have changed); a no-op for stores without notices."""
         ...

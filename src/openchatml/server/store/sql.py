@@ -1,10 +1,16 @@
 """The store over SQL: the tables and queries SQLite and PostgreSQL share.
 
-Three tables: ``responses`` (snapshot JSON, owner, expiry, the runner generating it),
-``items`` (input and output items by position, indexed by item id for
-``item_reference``) and ``runners`` (one row per live store, with the time it last
-said so). Several servers may share one database: a response left unfinished is marked
-failed only once its runner has closed or has not been seen for ``lease_seconds``. One connection per store,
+Four tables: ``responses`` (snapshot JSON, owner, expiry, the runner generating it, a
+cancel request), ``items`` (input and output items by position, indexed by item id for
+``item_reference``), ``events`` (the streamed events of background responses, by
+sequence number, so any server can stream them from a cursor) and ``runners`` (one row
+per live store, with the time it last said so). Several servers may share one database:
+a response left unfinished is marked failed only once its runner has closed or has not
+been seen for ``lease_seconds``; a cancel asked of one server reaches the runner through
+``cancel_requested``. Writes that other servers wait on send a notice (:meth:`SQLStore._notify`,
+``u:ID`` for new events or a new snapshot, ``c:ID`` for a cancel request, ``d:ID`` for
+a deletion) where the
+database can (PostgreSQL ``NOTIFY``); elsewhere they poll. One connection per store,
 used from a worker thread under a lock, so the event loop never waits on the database.
 Subclasses say how to connect and how to begin a write transaction; queries are written
 with ``?`` placeholders and translated by :meth:`SQLStore._sql`.
@@ -51,9 +57,15 @@ CREATE TABLE IF NOT EXISTS runners (
     id TEXT PRIMARY KEY,
     seen_at INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS events (
+    response_id TEXT NOT NULL REFERENCES responses (id) ON DELETE CASCADE,
+    sequence INTEGER NOT NULL,
+    body TEXT NOT NULL,
+    PRIMARY KEY (response_id, sequence)
+);
 """
 
-COLUMNS_ADDED: Final = (("responses", "runner", "TEXT"),)
+COLUMNS_ADDED: Final = (("responses", "runner", "TEXT"), ("responses", "cancel_requested", "INTEGER"))
 """Columns later versions added to existing tables: (table, column, type)."""
 
 MAX_CHAIN: Final = 10_000
@@ -108,6 +120,18 @@ class SQLStore:
 
     def _transaction(self, conn: Connection) -> _Transaction:
         return _Transaction(conn, self.begin)
+
+    def _notify(self, conn: Connection, kind: str, response_id: str) -> None:
+        """Tell other servers ``kind:response_id`` changed (at commit); a no-op here."""
+
+    @property
+    def listening(self) -> bool:
+        """Notices of other servers arrive now (else those waiting poll)."""
+        return False
+
+    async def listen(self, on_notice: Callable[[str, str], None]) -> None:
+        """Call ``on_notice(kind, response_id)`` on the event loop for each notice other
+        servers send; a no-op where the database has no notices."""
 
     def _write_items(
         self, conn: Connection, response_id: str, role: str, items: Sequence[dict[str, Any]]
@@ -176,21 +200,95 @@ class SQLStore:
         await self._run(write)
 
     async def update(self, response: dict[str, Any]) -> None:
-        """Replace the snapshot and the output items."""
+        """Replace the snapshot and the output items (of a response still stored)."""
 
         def write(conn: Connection) -> None:
             with self._transaction(conn):
-                self._x(
+                cur = self._x(
                     conn,
                     "UPDATE responses SET status = ?, body = ? WHERE id = ?",
                     (response["status"], _dump(response), response["id"]),
                 )
+                if cur.rowcount == 0:  # deleted meanwhile: nothing to keep
+                    return
                 self._x(
                     conn, "DELETE FROM items WHERE response_id = ? AND role = 'output'", (response["id"],)
                 )
                 self._write_items(conn, response["id"], "output", response.get("output") or [])
+                self._notify(conn, "u", response["id"])
 
         await self._run(write)
+
+    async def append_events(self, response_id: str, events: Sequence[dict[str, Any]]) -> None:
+        """Add streamed events of a response (each with its ``sequence_number``)."""
+        if not events:
+            return
+
+        def write(conn: Connection) -> None:
+            with self._transaction(conn):
+                for event in events:
+                    self._x(
+                        conn,
+                        "INSERT INTO events (response_id, sequence, body) VALUES (?, ?, ?) "
+                        "ON CONFLICT (response_id, sequence) DO NOTHING",
+                        (response_id, int(event["sequence_number"]), _dump(event)),
+                    )
+                self._notify(conn, "u", response_id)
+
+        await self._run(write)
+
+    async def events_after(
+        self, response_id: str, owner: str, after: int, limit: int = 1000
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` stored events of ``owner``'s response with a sequence number
+        above ``after``, in order."""
+
+        def read(conn: Connection) -> list[dict[str, Any]]:
+            rows = self._x(
+                conn,
+                "SELECT e.body FROM events e JOIN responses r ON r.id = e.response_id "
+                "WHERE e.response_id = ? AND r.owner = ? AND e.sequence > ? ORDER BY e.sequence LIMIT ?",
+                (response_id, owner, after, limit),
+            ).fetchall()
+            return [orjson.loads(r[0]) for r in rows]
+
+        return await self._run(read)
+
+    async def request_cancel(self, response_id: str, owner: str) -> bool:
+        """Ask whichever server runs ``owner``'s unfinished response to cancel it;
+        ``False`` when there is no such response."""
+
+        def write(conn: Connection) -> bool:
+            with self._transaction(conn):
+                cur = self._x(
+                    conn,
+                    "UPDATE responses SET cancel_requested = 1 "
+                    "WHERE id = ? AND owner = ? AND status IN (?, ?)",
+                    (response_id, owner, *UNFINISHED),
+                )
+                asked = bool(cur.rowcount > 0)
+                if asked:
+                    self._notify(conn, "c", response_id)
+            return asked
+
+        return await self._run(write)
+
+    async def stop_requests(self, response_ids: Sequence[str]) -> dict[str, str]:
+        """Of ``response_ids`` (responses this server runs), those another server asked to
+        stop: ``"cancel"`` (a cancel request) or ``"delete"`` (deleted)."""
+        wanted = list(dict.fromkeys(response_ids))
+        if not wanted:
+            return {}
+
+        def read(conn: Connection) -> dict[str, str]:
+            marks = ", ".join("?" * len(wanted))
+            rows = self._x(
+                conn, f"SELECT id, cancel_requested, status FROM responses WHERE id IN ({marks})", wanted
+            ).fetchall()
+            found = {str(r[0]): bool(r[1]) and r[2] in UNFINISHED for r in rows}
+            return {rid: "cancel" if rid in found else "delete" for rid in wanted if found.get(rid, True)}
+
+        return await self._run(read)
 
     async def get(self, response_id: str, owner: str) -> StoredResponse | None:
         """The response if ``owner`` may see it."""
@@ -221,7 +319,10 @@ class SQLStore:
         def write(conn: Connection) -> bool:
             with self._transaction(conn):
                 cur = self._x(conn, "DELETE FROM responses WHERE id = ? AND owner = ?", (response_id, owner))
-                return bool(cur.rowcount > 0)
+                deleted = bool(cur.rowcount > 0)
+                if deleted:  # its runner stops, its followers end
+                    self._notify(conn, "d", response_id)
+                return deleted
 
         return await self._run(write)
 
@@ -322,6 +423,7 @@ class SQLStore:
                         "UPDATE responses SET status = ?, body = ? WHERE id = ? AND status IN (?, ?)",
                         (body["status"], _dump(body), rid, *UNFINISHED),
                     )
+                    self._notify(conn, "u", rid)
                 self._x(
                     conn,
                     "DELETE FROM runners WHERE seen_at < ? AND id <> ?",
