@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -145,5 +146,25 @@ def test_events_cancel_requests_and_notices_between_stores(open_store: Any) -> N
             assert notices == []
         await a.close()
         await b.close()
+
+    asyncio.run(main())
+
+
+def test_events_of_ended_responses_are_dropped_after_a_while(open_store: Any) -> None:
+    async def main() -> None:
+        store = open_store()
+        await store.open()
+        for rid in ("resp_done", "resp_running"):
+            await store.create(running(rid))
+            await store.append_events(rid, [{"type": "e", "sequence_number": n} for n in range(3)])
+        await store.update({"id": "resp_done", "status": "completed", "output": []})
+        now = int(time.time())
+        await store.evict(now + store.events_seconds - 5)  # not yet
+        assert len(await store.events_after("resp_done", "owner", -1)) == 3
+        await store.evict(now + store.events_seconds + 5)
+        assert await store.events_after("resp_done", "owner", -1) == []  # all of them at once
+        assert len(await store.events_after("resp_running", "owner", -1)) == 3  # still running
+        assert await store.get("resp_done", "owner") is not None  # the response stays
+        await store.close()
 
     asyncio.run(main())

@@ -113,7 +113,8 @@ class Store(Protocol):
         ...
 
     async def evict(self, now: int) -> int:
-        """Delete responses whose expiry passed; how many."""
+        """Delete responses whose expiry passed (how many), and the stored events of
+        responses that ended a while ago."""
         ...
 
     async def append_events(self, response_id: str, events: Sequence[dict[str, Any]]) -> None:

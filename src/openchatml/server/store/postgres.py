@@ -28,8 +28,8 @@ class PostgresStore(SQLStore):
 
     placeholder = "%s"
 
-    def __init__(self, url: str, *, lease_seconds: int = 30) -> None:
-        super().__init__(lease_seconds=lease_seconds)
+    def __init__(self, url: str, *, lease_seconds: int = 30, events_seconds: int = 3600) -> None:
+        super().__init__(lease_seconds=lease_seconds, events_seconds=events_seconds)
         self.url = url
         self._listener: asyncio.Task[None] | None = None
         self._listening = False

@@ -60,6 +60,7 @@ CREATE TABLE IF NOT EXISTS runners (
 CREATE TABLE IF NOT EXISTS events (
     response_id TEXT NOT NULL REFERENCES responses (id) ON DELETE CASCADE,
     sequence INTEGER NOT NULL,
+    written_at INTEGER NOT NULL,
     body TEXT NOT NULL,
     PRIMARY KEY (response_id, sequence)
 );
@@ -92,11 +93,12 @@ class SQLStore:
     begin: str = "BEGIN"
     placeholder: str = "?"
 
-    def __init__(self, *, lease_seconds: int = 30) -> None:
+    def __init__(self, *, lease_seconds: int = 30, events_seconds: int = 3600) -> None:
         self._conn: Connection | None = None
         self._lock = threading.Lock()
         self.runner = uuid.uuid4().hex
         self.lease_seconds = lease_seconds
+        self.events_seconds = events_seconds
 
     def _connect(self) -> Connection:
         raise NotImplementedError
@@ -225,13 +227,14 @@ class SQLStore:
             return
 
         def write(conn: Connection) -> None:
+            now = int(time.time())
             with self._transaction(conn):
                 for event in events:
                     self._x(
                         conn,
-                        "INSERT INTO events (response_id, sequence, body) VALUES (?, ?, ?) "
+                        "INSERT INTO events (response_id, sequence, written_at, body) VALUES (?, ?, ?, ?) "
                         "ON CONFLICT (response_id, sequence) DO NOTHING",
-                        (response_id, int(event["sequence_number"]), _dump(event)),
+                        (response_id, int(event["sequence_number"]), now, _dump(event)),
                     )
                 self._notify(conn, "u", response_id)
 
@@ -434,12 +437,21 @@ class SQLStore:
         return await self._run(write)
 
     async def evict(self, now: int) -> int:
-        """Delete responses whose ``expires_at`` is before ``now``."""
+        """Delete responses whose ``expires_at`` is before ``now``; and all the stored
+        events of a response that ended once its last one is ``events_seconds`` old (its
+        replays are then rebuilt from its snapshot). How many responses were deleted."""
 
         def write(conn: Connection) -> int:
             with self._transaction(conn):
                 cur = self._x(
                     conn, "DELETE FROM responses WHERE expires_at IS NOT NULL AND expires_at < ?", (now,)
+                )
+                self._x(
+                    conn,
+                    "DELETE FROM events WHERE response_id IN (SELECT e.response_id FROM events e "
+                    "JOIN responses r ON r.id = e.response_id WHERE r.status NOT IN (?, ?) "
+                    "GROUP BY e.response_id HAVING MAX(e.written_at) < ?)",
+                    (*UNFINISHED, now - self.events_seconds),
                 )
                 return int(cur.rowcount)
 

@@ -13,8 +13,8 @@ class SQLiteStore(SQLStore):
 
     begin = "BEGIN IMMEDIATE"
 
-    def __init__(self, path: str | Path, *, lease_seconds: int = 30) -> None:
-        super().__init__(lease_seconds=lease_seconds)
+    def __init__(self, path: str | Path, *, lease_seconds: int = 30, events_seconds: int = 3600) -> None:
+        super().__init__(lease_seconds=lease_seconds, events_seconds=events_seconds)
         self.path = str(path)
 
     def __repr__(self) -> str:
