@@ -231,6 +231,59 @@ def test_an_engine_given_the_tokenizer_serves_the_template_model(qwen_engine: An
         server.__exit__()
 
 
+def qwen_prompt(tokenizer: Any, **variables: Any) -> list[int]:
+    ids = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Define tiny."}],
+        add_generation_prompt=True,
+        tokenize=True,
+        return_dict=False,
+        **variables,
+    )
+    return list(ids)
+
+
+def test_reasoning_effort_none_switches_thinking_off(qwen_engine: Any, tmp_path: Path) -> None:
+    """Qwen3's switch is ``enable_thinking``: off pre-closes the reasoning in the prompt
+    (``<think>\\n\\n</think>\\n\\n``), and the answer after it is still read as a message."""
+    tokenizer = qwen_engine.tokenizer
+    engine = ScriptedTemplateEngine(tokenizer, "Tiny means small.<|im_end|>", chunk=1)
+    server = serve(engine, tmp_path)
+    try:
+        with server.http() as http:
+            body = {"input": "Define tiny.", "reasoning": {"effort": "none"}, "stream": True}
+            events = sse_events(http.post("/v1/responses", json=body).text)
+        check_stream(events)
+        assert engine.prompts[-1] == qwen_prompt(tokenizer, enable_thinking=False)
+        assert engine.prompts[-1] != qwen_prompt(tokenizer, enable_thinking=True)
+        final = events[-1]["response"]
+        assert final["status"] == "completed"
+        assert [item["type"] for item in final["output"]] == ["message"]
+        assert final["output"][0]["content"][0]["text"] == "Tiny means small."
+        text = "".join(e["delta"] for e in events if e["type"] == "response.output_text.delta")
+        assert text == "Tiny means small."
+    finally:
+        server.__exit__()
+
+
+@pytest.mark.parametrize("effort", ["low", "high", None])
+def test_reasoning_effort_switches_thinking_on_or_leaves_the_default(
+    qwen_engine: Any, tmp_path: Path, effort: str | None
+) -> None:
+    tokenizer = qwen_engine.tokenizer
+    said = "<think>\nSmall.\n</think>\n\nTiny means small.<|im_end|>"
+    engine = ScriptedTemplateEngine(tokenizer, said)
+    server = serve(engine, tmp_path)
+    try:
+        extra = {} if effort is None else {"reasoning": {"effort": effort}}
+        response = server.client().responses.create(model="scripted-qwen3", input="Define tiny.", **extra)
+        expected = qwen_prompt(tokenizer) if effort is None else qwen_prompt(tokenizer, enable_thinking=True)
+        assert engine.prompts[-1] == expected
+        assert [item.type for item in response.output] == ["reasoning", "message"]
+        assert response.output_text == "Tiny means small."
+    finally:
+        server.__exit__()
+
+
 def test_a_tokenizer_that_cannot_load_is_a_clear_error(tmp_path: Path) -> None:
     from openchatml.engines.base import EngineError
     from openchatml.engines.tokenized import with_tokenizer

@@ -494,6 +494,101 @@ def test_refused_variations_are_skipped() -> None:
     assert fmt.reasoning.start == "<think>"
 
 
+# ------------------------------------------------------------------- thinking switches
+
+# (variable, on, off, effort levels): found by rendering, whatever the variable is called
+SWITCHES: dict[str, tuple[str, Any, Any, tuple[str, ...]]] = {
+    "tencent-Hy3.jinja": ("reasoning_effort", "high", "no_think", ("low", "high")),
+    "ibm-granite-granite-3.3-2B-Instruct.jinja": ("thinking", True, False, ()),
+    "ByteDance-Seed-OSS.jinja": ("thinking_budget", -1, 0, ()),
+    "Qwen-Qwen3-0.6B.jinja": ("enable_thinking", True, False, ()),
+    "Qwen3.5-4B.jinja": ("enable_thinking", True, False, ()),
+    # ``thinking`` switches too, defaulting to ``enable_thinking``: the usual name wins
+    "deepseek-ai-DeepSeek-V3.1.jinja": ("enable_thinking", True, False, ()),
+    # ``reasoning_effort`` switches too ("none" is off): the boolean wins
+    "Cohere2MoE.jinja": ("reasoning", True, False, ()),
+    # "low" and "minimal" pre-close the reasoning, anything else thinks
+    "upstage-Solar-Open-100B.jinja": ("reasoning_effort", "high", "minimal", ()),
+    # False is the default, which writes an empty thought channel
+    "google-gemma-4-31B-it.jinja": ("enable_thinking", True, False, ()),
+    # history-only variables (``keep_past_thinking``, ``preserve_thinking``) are no switch
+    "LFM2.5-Instruct.jinja": ("", None, None, ()),
+    "LFM2.5-8B-A1B.jinja": ("", None, None, ()),
+    "Qwen-Qwen2.5-7B-Instruct.jinja": ("", None, None, ()),
+    "MiniMax-M2.jinja": ("", None, None, ()),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SWITCHES))
+def test_the_thinking_switch_is_found(name: str) -> None:
+    r = fmt_of(name).reasoning
+    assert (r.switch, r.on, r.off, r.efforts) == SWITCHES[name]
+
+
+@pytest.mark.parametrize("name", sorted(n for n, (switch, *_) in SWITCHES.items() if switch))
+def test_the_switch_on_and_off_render_differently(name: str) -> None:
+    r = fmt_of(name).reasoning
+    user = [{"role": "user", "content": "Hi"}]
+    on = compiled(name).render(user, add_generation_prompt=True, **{r.switch: r.on})
+    off = compiled(name).render(user, add_generation_prompt=True, **{r.switch: r.off})
+    assert on != off
+
+
+def test_what_the_switches_of_real_templates_write() -> None:
+    def prompt(name: str, **variables: Any) -> str:
+        user = [{"role": "user", "content": "Hi"}]
+        return compiled(name).render(user, add_generation_prompt=True, **variables)
+
+    hy3 = "tencent-Hy3.jinja"
+    assert prompt(hy3, reasoning_effort="high").endswith("<think:opensource>")
+    assert prompt(hy3, reasoning_effort="no_think").endswith("<think:opensource></think:opensource>")
+    assert "reasoning_effort:low" in prompt(hy3, reasoning_effort="low")
+    seed = fmt_of("ByteDance-Seed-OSS.jinja").generation_prompt
+    assert "thinking budget is 0" in seed.no_thinking and seed.thinking == seed.default
+    granite = "ibm-granite-granite-3.3-2B-Instruct.jinja"
+    assert "<think></think>" in prompt(granite, thinking=True)
+    assert "<think>" not in prompt(granite, thinking=False)
+    qwen = fmt_of("Qwen-Qwen3-0.6B.jinja").generation_prompt
+    assert qwen.no_thinking == "<|im_start|>assistant\n<think>\n\n</think>\n\n"
+    assert qwen.thinking == qwen.default == "<|im_start|>assistant\n"
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        (  # a switch under another name, on by default
+            "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}"
+            "{% if add_generation_prompt %}<|assistant|>{% if enable_reasoning is defined "
+            "and not enable_reasoning %}<think></think>{% endif %}{% endif %}",
+            ("enable_reasoning", True, False, ()),
+        ),
+        (  # a switch that negates: True is off, proved by the empty block it writes
+            "{% set skip_thinking = skip_thinking | default(false) %}"
+            "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}"
+            "{% if add_generation_prompt %}<|assistant|>{% if skip_thinking %}<think>\n\n</think>\n\n"
+            "{% else %}<think>\n{% endif %}{% endif %}",
+            ("skip_thinking", False, True, ()),
+        ),
+        (  # effort levels, and an off the template names
+            "{% for m in messages %}<|{{ m.role }}|>{{ m.content }}<|end|>{% endfor %}"
+            "{% if add_generation_prompt %}<|assistant|>{% if thinking_mode == 'off' %}<think></think>"
+            "{% elif thinking_mode in ['low', 'medium', 'high'] %}<think>{{ thinking_mode }}:"
+            "{% endif %}{% endif %}",
+            ("thinking_mode", "high", "off", ("low", "medium", "high")),
+        ),
+        (  # a variable that changes history only
+            "{% for m in messages %}<|{{ m.role }}|>{% if keep_thinking and m.reasoning_content %}"
+            "<think>{{ m.reasoning_content }}</think>{% endif %}{{ m.content }}<|end|>{% endfor %}"
+            "{% if add_generation_prompt %}<|assistant|>{% endif %}",
+            ("", None, None, ()),
+        ),
+    ],
+)
+def test_made_up_thinking_switches(source: str, expected: tuple[str, Any, Any, tuple[str, ...]]) -> None:
+    r = analyze_source(source, name="made-up").reasoning
+    assert (r.switch, r.on, r.off, r.efforts) == expected
+
+
 # --------------------------------------------------------------------------- patches
 
 

@@ -26,9 +26,17 @@ from openchatml import (
     ToolDescription,
     ToolNamespaceConfig,
 )
+from openchatml.templates.analysis import analyze_source
 from openchatml.templates.environment import ChatTemplate
-from openchatml.templates.errors import TemplateRenderError
-from openchatml.templates.prompt import output_prefix, render_prompt, role_header, template_messages
+from openchatml.templates.errors import TemplateError, TemplateRenderError
+from openchatml.templates.format import ReasoningFormat
+from openchatml.templates.prompt import (
+    output_prefix,
+    render_prompt,
+    role_header,
+    template_messages,
+    thinking_variables,
+)
 
 needs_templates = pytest.mark.skipif(not TEMPLATES.is_dir(), reason=f"no templates in {TEMPLATES}")
 needs_cases = pytest.mark.skipif(not (CASES.is_file() and TEMPLATES.is_dir()), reason=f"no cases at {CASES}")
@@ -174,13 +182,17 @@ def test_calls_outside_functions_keep_their_recipient() -> None:
 
 @needs_templates
 def test_render_prompt_with_qwen35() -> None:
-    text = render_prompt(template("Qwen3.5-4B"), TURN, enable_thinking=False)
+    text = render_prompt(template("Qwen3.5-4B"), TURN, thinking=False)
     assert "Be brief.<|im_end|>\n<|im_start|>user\nWeather in Paris, and the time?<|im_end|>\n" in text
     assert "<function=get_weather>\n<parameter=location>\nParis\n</parameter>\n</function>" in text
     assert "<tool_response>\nRain\n</tool_response>\n<tool_response>\nNoon\n</tool_response>" in text
     assert '"name": "now"' in text  # the tools section
     assert text.endswith("<|im_start|>user\nThanks<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n")
-    assert render_prompt(template("Qwen3.5-4B"), TURN, enable_thinking=True).endswith("assistant\n<think>\n")
+    assert render_prompt(template("Qwen3.5-4B"), TURN, thinking=True).endswith("assistant\n<think>\n")
+    assert render_prompt(template("Qwen3.5-4B"), TURN, thinking="none") == text
+    # a template variable given as it is still reaches the template, and wins over the switch
+    assert render_prompt(template("Qwen3.5-4B"), TURN, enable_thinking=False) == text
+    assert render_prompt(template("Qwen3.5-4B"), TURN, thinking=True, enable_thinking=False) == text
     assert render_prompt(template("Qwen3.5-4B"), TURN, add_generation_prompt=False).endswith(
         "Thanks<|im_end|>\n"
     )
@@ -191,6 +203,102 @@ def test_render_prompt_passes_the_reasoning_effort() -> None:
     conv = conversation(Message.user("Hi"))
     assert "Reasoning: high" in render_prompt(template("openai-gpt-oss-120b"), conv)
     assert "Reasoning: low" in render_prompt(template("openai-gpt-oss-120b"), conv, reasoning_effort="low")
+
+
+# --- thinking switches ---------------------------------------------------------------------------
+
+HY3_LIKE = ReasoningFormat(switch="reasoning_effort", on="high", off="no_think", efforts=("low", "high"))
+BOOLEAN = ReasoningFormat(switch="enable_thinking", on=True, off=False)
+BUDGET = ReasoningFormat(switch="thinking_budget", on=-1, off=0)
+NO_OFF = ReasoningFormat(switch="effort", on="high", efforts=("low", "medium", "high"))
+
+
+@pytest.mark.parametrize(
+    ("reasoning", "thinking", "expected"),
+    [
+        (HY3_LIKE, None, {}),
+        (HY3_LIKE, True, {"reasoning_effort": "high"}),
+        (HY3_LIKE, False, {"reasoning_effort": "no_think"}),
+        (HY3_LIKE, "none", {"reasoning_effort": "no_think"}),
+        (HY3_LIKE, "minimal", {"reasoning_effort": "no_think"}),
+        (HY3_LIKE, "low", {"reasoning_effort": "low"}),
+        (HY3_LIKE, "medium", {"reasoning_effort": "high"}),  # between two levels: the higher
+        (HY3_LIKE, "high", {"reasoning_effort": "high"}),
+        (HY3_LIKE, "xhigh", {"reasoning_effort": "high"}),
+        (HY3_LIKE, "no_think", {"reasoning_effort": "no_think"}),  # the template's own value
+        (BOOLEAN, "none", {"enable_thinking": False}),
+        (BOOLEAN, "minimal", {"enable_thinking": False}),
+        (BOOLEAN, "low", {"enable_thinking": True}),
+        (BOOLEAN, "xhigh", {"enable_thinking": True}),
+        (BUDGET, "none", {"thinking_budget": 0}),
+        (BUDGET, "medium", {"thinking_budget": -1}),
+        (NO_OFF, "none", {"effort": "low"}),  # no off: the least effort
+        (NO_OFF, "medium", {"effort": "medium"}),
+        (ReasoningFormat(), True, {}),  # no switch
+        (ReasoningFormat(), "none", {}),
+    ],
+)
+def test_thinking_variables(reasoning: ReasoningFormat, thinking: bool | str | None, expected: Any) -> None:
+    assert thinking_variables(reasoning, thinking) == expected
+
+
+def test_thinking_variables_refuse_what_is_no_effort() -> None:
+    with pytest.raises(ValueError, match="not an effort"):
+        thinking_variables(HY3_LIKE, "lots")
+
+
+@needs_templates
+def test_render_prompt_sets_the_templates_own_switch() -> None:
+    conv = conversation(Message.user("Hi"))  # a Harmony system message with effort high
+    hy3 = template("tencent-Hy3")
+    # the Harmony effort does not reach Hy3's switch: its default (no_think) holds
+    assert render_prompt(hy3, conv).endswith("<think:opensource></think:opensource>")
+    assert render_prompt(hy3, conv, thinking="none").endswith("<think:opensource></think:opensource>")
+    assert render_prompt(hy3, conv, thinking="medium").endswith("｜><think:opensource>")
+    assert "reasoning_effort:low" in render_prompt(hy3, conv, thinking="low", tools=[])
+    seed = template("ByteDance-Seed-OSS")
+    assert "thinking budget is 0" in render_prompt(seed, conv, thinking=False)
+    assert "thinking budget" not in render_prompt(seed, conv, thinking=True)
+    granite = template("ibm-granite-granite-3.3-2B-Instruct")
+    fmt = analyze_source(granite.source, name="granite")
+    plain = conversation(Message.user("Hi"), developer=DeveloperContent())
+    assert "<think></think>" in render_prompt(granite, plain, thinking="high", reasoning=fmt.reasoning)
+    assert "<think>" not in render_prompt(granite, plain, thinking="none", reasoning=fmt.reasoning)
+
+
+PROPERTY_TURNS = {
+    "user": conversation(Message.user("Hi"), developer=DeveloperContent()),
+    "turn with calls": TURN,
+    "history with reasoning": conversation(
+        Message.user("Hi"),
+        Message.assistant("Greet.", channel="analysis"),
+        Message.assistant("Hello."),
+        Message.user("Bye"),
+    ),
+}
+
+
+ALL_TEMPLATES = sorted(p.stem for p in TEMPLATES.glob("*.jinja")) if TEMPLATES.is_dir() else []
+
+
+@needs_templates
+@pytest.mark.parametrize("name", ALL_TEMPLATES)
+def test_switch_on_and_off_render_or_refuse(name: str) -> None:
+    """For every template with a switch, every wish renders or fails with a template error,
+    a user's message alone renders both ways, and on and off differ."""
+    tpl = template(name)
+    reasoning = analyze_source(tpl.source, name=name).reasoning
+    if not reasoning.switch:
+        return
+    for label, conv in PROPERTY_TURNS.items():
+        for wish in (True, False, "none", "minimal", "low", "medium", "high", "xhigh"):
+            try:
+                render_prompt(tpl, conv, thinking=wish, reasoning=reasoning)
+            except TemplateError:
+                assert label != "user", (name, wish)
+    user = PROPERTY_TURNS["user"]
+    on = render_prompt(tpl, user, thinking=True, reasoning=reasoning)
+    assert on != render_prompt(tpl, user, thinking=False, reasoning=reasoning)
 
 
 @needs_templates

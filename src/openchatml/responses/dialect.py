@@ -88,7 +88,13 @@ class _HFVocabulary:
 class TemplateDialect:
     """A model with its own chat template: prompts rendered by the template and encoded
     by the model's tokenizer (message text never becomes a marker), answers parsed by
-    the parser derived from the template."""
+    the parser derived from the template.
+
+    The request's ``reasoning.effort`` sets the template's thinking switch (found by
+    analysis: ``enable_thinking``, ``reasoning_effort``, ``thinking_budget`` …): ``none``
+    and ``minimal`` switch thinking off, the other efforts on, at the nearest of the
+    template's levels where it has levels; without ``reasoning`` the template's default
+    holds (see :func:`~..templates.prompt.thinking_variables`)."""
 
     name = "template"
 
@@ -141,7 +147,13 @@ class TemplateDialect:
         tools = [_tool_json(t) for t in request.tools] or None
         try:
             text, ids = prompt_ids(
-                self.template, conversation, self.tokenizer, markers=self.markers, tools=tools
+                self.template,
+                conversation,
+                self.tokenizer,
+                markers=self.markers,
+                tools=tools,
+                thinking=request.reasoning_effort,
+                reasoning=self.format.reasoning,
             )
         except TemplateError as exc:
             raise RequestError(f"The model's chat template cannot render this input: {exc.message}") from exc

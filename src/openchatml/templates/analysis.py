@@ -9,12 +9,19 @@ spellings (``ANSWERTEXT``, ``THOUGHTTEXT``, tool ``foofoo``/``barbar``, argument
 template writes around them, and diffs between probes tell constant markers from the
 varying parts. A probe a template refuses (``raise_exception``) is skipped.
 
+0. *Thinking switch.* The caller's variables whose names speak of thinking, reasoning,
+   effort or budget are set to the values the template compares them with (else
+   ``True``/``False``); the one whose values change the prompt of a user message, into
+   values that close the reasoning in the generation prompt (off) and values that do not
+   (on), is the template's switch (``enable_thinking``, Granite's ``thinking``, Hy3's
+   ``reasoning_effort``, Seed-OSS's ``thinking_budget``). The generation prompts are
+   rendered with it unset, on and off.
 1. *Header.* The common start of the tails (an answer, another answer, a tool call) is
    the end of the user's turn and the assistant's role header; its part a generation
    prompt starts with is the role header (``GenerationPrompts.header``).
 2. *Reasoning.* An answer with and without reasoning (``reasoning_content``, else
-   ``reasoning``, ``thinking``, a thinking content chunk; plainly, with
-   ``enable_thinking``, or on a tool-call message) differ by the reasoning and its
+   ``reasoning``, ``thinking``, a thinking content chunk; plainly, with the thinking
+   switch on, or on a tool-call message) differ by the reasoning and its
    markers. A template that drops reasoning from history shows its markers in the
    generation prompt: an empty block (``<think></think>``), or an opened one whose end
    is proved by the template cutting ``THOUGHT</think>`` off an answer.
@@ -385,6 +392,155 @@ def _python_call(text: str) -> bool:
     return isinstance(node, ast.Call)
 
 
+# ---------------------------------------------------------------------- thinking switches
+
+
+@dataclass(frozen=True, slots=True)
+class _Switch:
+    """A template's thinking switch: the variable, its on and off values, effort levels."""
+
+    name: str
+    on: Any
+    off: Any
+    efforts: tuple[str, ...] = ()
+
+
+# a caller's variable that may switch thinking, by its name
+_SWITCH_NAME = re.compile(r"think|reason|effort|budget", re.IGNORECASE)
+_NEGATES = re.compile(r"(?:^|_)(?:skip|no|disable|disabled|without|drop)(?:_|$)", re.IGNORECASE)
+_EFFORT_RANKS = {
+    "none": 0,
+    "no_think": 0,
+    "nothink": 0,
+    "off": 0,
+    "disabled": 0,
+    "minimal": 1,
+    "low": 2,
+    "medium": 3,
+    "high": 4,
+    "xhigh": 5,
+    "max": 5,
+}
+_COMMON_EFFORTS = ("none", "minimal", "low", "medium", "high")
+_JINJA_LITERAL = r"""'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|-?\d+|\b(?:true|false|True|False)\b"""
+_JINJA_VALUES = rf"""(?:{_JINJA_LITERAL}|\[[^\[\]]*\]|\([^()]*\))"""
+_DIGITS = re.compile(r"\d+")
+
+
+def _effort_rank(value: Any) -> int:
+    """Where an effort name stands (``none`` 0 … ``xhigh`` 5); -1 for other values."""
+    return _EFFORT_RANKS.get(value.lower(), -1) if isinstance(value, str) else -1
+
+
+def _same_value(value: Any, among: Sequence[Any]) -> bool:
+    """``value in among`` where ``True`` is not ``1``."""
+    return any(type(value) is type(v) and value == v for v in among)
+
+
+def _masked(text: str) -> str:
+    """``text`` with digits blanked: renders that differ only by a clock are alike."""
+    return _DIGITS.sub("0", text)
+
+
+def _jinja_values(text: str) -> list[Any]:
+    """The literals in a piece of Jinja source (a literal, a list or a tuple of them)."""
+    out: list[Any] = []
+    for lit in re.findall(_JINJA_LITERAL, text):
+        if lit in ("true", "True"):
+            out.append(True)
+        elif lit in ("false", "False"):
+            out.append(False)
+        else:
+            try:
+                out.append(ast.literal_eval(lit))
+            except (ValueError, SyntaxError):
+                continue
+    return out
+
+
+_Candidate = tuple[str, tuple[Any, ...], tuple[Any, ...]]
+
+
+@functools.lru_cache(maxsize=256)
+def _switch_candidates_of(source: str, variables: frozenset[str]) -> tuple[_Candidate, ...]:
+    out: list[_Candidate] = []
+    for name in sorted(variables):
+        if not _SWITCH_NAME.search(name):
+            continue
+        var = rf"(?<![\w.'\"]){re.escape(name)}\b"
+        if re.search(rf"\bset\s+{re.escape(name)}\s*=", source) and not re.search(
+            rf"{var}\s+is\s+(?:not\s+)?(?:defined|undefined)|{var}\s*\|\s*default\b", source
+        ):
+            continue  # the template's own variable, never the caller's
+        found: list[Any] = []
+        filters = r"(?:\s*\|\s*\w+(?:\([^()]*\))?)*"
+        ops = r"(?:==|!=|<=|>=|<|>|\bnot\s+in\b|\bin\b)"
+        for pattern in (
+            rf"{var}{filters}\s*{ops}\s*({_JINJA_VALUES})",
+            rf"({_JINJA_LITERAL})\s*(?:==|!=)\s*{var}",
+            rf"\bset\s+{re.escape(name)}\s*=\s*({_JINJA_LITERAL})\s*-?%\}}",
+            rf"{var}\s*\|\s*default\(\s*({_JINJA_LITERAL})",
+        ):
+            for m in re.finditer(pattern, source):
+                found += _jinja_values(m.group(1))
+        strings = [v for v in found if isinstance(v, str)]
+        numbers = [v for v in found if isinstance(v, int) and not isinstance(v, bool)]
+        values: list[Any]
+        if "effort" in name.lower() or any(_effort_rank(v) >= 0 for v in strings):
+            values = [*strings, *_COMMON_EFFORTS]
+        elif strings:
+            values = strings
+        elif numbers:
+            values = numbers
+        else:
+            values = [True, False]
+        unique: list[Any] = []
+        for v in values:
+            if not _same_value(v, unique):
+                unique.append(v)
+        out.append((name, tuple(unique), tuple(found)))
+    return tuple(out)
+
+
+def _switch_candidates(template: ChatTemplate) -> tuple[_Candidate, ...]:
+    """The variables of ``template`` that may switch thinking, with the values to try and
+    the literals the template itself compares them with.
+
+    A candidate is a variable the caller may set (the template reads it before setting
+    it, or sets it only when it is undefined) whose name speaks of thinking, reasoning,
+    effort or budget. Its values: the string literals the template compares it with
+    (``x in ['high', 'low', 'no_think']``, ``x | lower == "none"``), with the usual effort
+    names where it names efforts; else the numbers it compares it with (``x == 0``,
+    ``x == -1``); else ``True`` and ``False``."""
+    return _switch_candidates_of(template.source, template.variables)
+
+
+def _ends_block(opening: str, closing: str) -> bool:
+    """Whether marker ``closing``, written after ``opening``, closes it: the same name
+    (``<think>`` … ``</think>``, ``<|channel>`` … ``<channel|>``) or a bare end
+    (``<|end|>``)."""
+    if _closes(opening, closing):
+        return True
+    words = {w.lower() for w in _WORDS.findall(closing)}
+    return closing != opening and not _tag_core(closing) and bool(words & {"end", "close"})
+
+
+def _closes_reasoning(other: str, tail: str) -> bool:
+    """Whether ``tail`` (a render's end, with its generation prompt) closes a block where
+    ``other`` does not: in what ``tail`` writes instead of ``other``, a marker closes one
+    written before it, or closes what ``other`` opens there."""
+    split = d.diff_split(other, tail)
+    own = d.markers(split.right)
+    before = d.markers(split.prefix)
+    theirs = d.markers(split.left)
+    for i, marker in enumerate(own):
+        if any(_ends_block(o, marker) for o in (*before[-2:], *own[:i])):
+            return True
+        if any(marker in _closing_candidates(o) for o in theirs):
+            return True
+    return False
+
+
 # ------------------------------------------------------------------------ the analysis
 
 
@@ -395,6 +551,7 @@ class _Analysis:
         self.t = template
         self.p = _Probe(template)
         self.base: list[Message] = [_user()]
+        self.switch: _Switch | None = None
 
     def tail(
         self, *messages: Message, tools: Sequence[Message] | None = None, gen: bool = False, **v: Any
@@ -419,15 +576,16 @@ class _Analysis:
                 f"{name}: the assistant's content cannot be derived: a user + assistant conversation "
                 f"does not render the answer ({self.last_error()})"
             )
-        gens = self.generation_prompts()
         if "<|channel|>" in answer and "<|message|>" in answer and "<|start|>assistant" in answer:
             return TemplateFormat(
                 name=name,
                 harmony=True,
-                generation_prompt=replace(gens, header="<|start|>assistant"),
+                generation_prompt=replace(self.generation_prompts(None), header="<|start|>assistant"),
                 end_markers=("<|return|>", "<|call|>", "<|end|>"),
                 preserved_tokens=_HARMONY_TOKENS,
             )
+        self.switch = self.thinking_switch()
+        gens = self.generation_prompts(self.switch)
         calls = self.tool_probes()
         tails = [answer, self.tail(_assistant(OTHER)) or "", *([calls.one] if calls else [])]
         raw_header = tails[0][: d.lcp_marker_safe([t for t in tails if t])]
@@ -472,8 +630,9 @@ class _Analysis:
 
     # -- generation prompts and the header
 
-    def generation_prompts(self) -> GenerationPrompts:
-        """What ``add_generation_prompt`` appends, with thinking unset, on and off."""
+    def generation_prompts(self, switch: _Switch | None) -> GenerationPrompts:
+        """What ``add_generation_prompt`` appends, with thinking unset, on and off (by the
+        template's ``switch``; without one, by ``enable_thinking``, for Harmony)."""
 
         def prompt(**v: Any) -> str:
             # tails: a clock in a system prompt must not show in the diff
@@ -485,7 +644,99 @@ class _Analysis:
                 return with_prompt[len(plain) :]
             return d.diff_split(plain, with_prompt).right
 
-        return GenerationPrompts(prompt(), prompt(enable_thinking=True), prompt(enable_thinking=False))
+        if switch is None:
+            if "enable_thinking" not in self.t.variables:
+                default = prompt()
+                return GenerationPrompts(default, default, default)
+            return GenerationPrompts(prompt(), prompt(enable_thinking=True), prompt(enable_thinking=False))
+        off = prompt(**{switch.name: switch.off}) if switch.off is not None else prompt()
+        return GenerationPrompts(prompt(), prompt(**{switch.name: switch.on}), off)
+
+    # -- the thinking switch
+
+    def thinking_switch(self) -> _Switch | None:
+        """The variable that switches thinking (see :func:`_switch_candidates`): one whose
+        values change the render of a user message and the generation prompt, into an "on"
+        and an "off" class. ``enable_thinking`` first, then a switch with effort levels, a
+        boolean one, any other; ``None`` when there is none."""
+        errors = len(self.p.errors)
+        found = [s for s in (self.try_switch(*candidate) for candidate in _switch_candidates(self.t)) if s]
+        del self.p.errors[errors:]  # refused values are not the template's failures
+        if not found:
+            return None
+        return min(
+            found,
+            key=lambda s: (
+                s.name != "enable_thinking",
+                not s.efforts,
+                s.off is None,
+                not isinstance(s.on, bool),
+                s.name,
+            ),
+        )
+
+    def try_switch(self, name: str, values: Sequence[Any], own: Sequence[Any]) -> _Switch | None:
+        """``name`` as a switch, from the renders of a user message with a generation
+        prompt under each of ``values`` (a value the template refuses is dropped); ``own``
+        are the values the template names, preferred for on and the effort levels.
+
+        Values rendering alike (digits aside: a clock) form a class. A class is *off* where
+        its generation prompt, against another's, closes the reasoning: an empty or filled
+        block (``<think>\\n\\n</think>``, ``<|think|><|end|>``, a budget note inside
+        ``<seed:think>…</seed:think>``) or the closing marker of what the other opens
+        (``</think>`` for ``<think>``). Without such evidence, ``False`` is off (``True`` for
+        a name that negates: ``skip_thinking``), ``0`` for a budget, an effort named
+        ``none``/``no_think``. On is ``True``, the highest effort, the default budget."""
+        rendered: list[tuple[Any, str]] = []
+        for value in values:
+            text = self.p.render(self.base, gen=True, **{name: value})
+            if text is not None:
+                rendered.append((value, text))
+        classes = {_masked(text) for _, text in rendered}
+        if len(classes) < 2:
+            return None
+        default = self.p.render(self.base, gen=True)
+        default_class = _masked(default) if default is not None else None
+        tails = [(v, _tail(text) or "", _masked(text)) for v, text in rendered]
+        off_values = [
+            v for v, tail, cls in tails if any(cls != c and _closes_reasoning(t, tail) for _, t, c in tails)
+        ]
+        if len(off_values) == len(tails):
+            off_values = []
+        valid = [v for v, _, _ in tails]
+        if not off_values:
+            if all(isinstance(v, bool) for v in valid):
+                off_values = [_NEGATES.search(name) is not None]
+            elif all(isinstance(v, int) and not isinstance(v, bool) for v in valid):
+                off_values = [v for v in valid if v == 0]
+            else:
+                off_values = [v for v in valid if _effort_rank(v) == 0]
+        off_classes = {cls for v, _, cls in tails if _same_value(v, off_values)}
+        on = [(v, cls) for v, _, cls in tails if cls not in off_classes]
+        if not on:
+            return None
+        ons = [v for v, _ in on]
+        efforts: tuple[str, ...] = ()
+        if all(isinstance(v, bool) for v in valid):
+            on_value: Any = not off_values[0] if off_values else True
+            off_value: Any = off_values[0] if off_values else None
+        elif all(isinstance(v, int) and not isinstance(v, bool) for v in valid):
+            on_value = next((v for v, cls in on if cls == default_class), max(ons))
+            off_value = off_values[0] if off_values else None
+        else:
+            pool = [v for v in ons if _same_value(v, own)] or ons
+            ranked = sorted((v for v in pool if _effort_rank(v) > 0), key=_effort_rank)
+            on_value = (
+                ranked[-1]
+                if ranked
+                else next((v for v, c in on if c == default_class and v in pool), pool[0])
+            )
+            if len({cls for v, cls in on if v in ranked}) > 1:
+                efforts = tuple(ranked)
+            off_value = min(off_values, key=_effort_rank) if off_values else None
+        if off_value is None and not efforts:
+            return None
+        return _Switch(name, on_value, off_value, efforts)
 
     def trim_header(self, header: str, reasoning: ReasoningFormat) -> str:
         """The end of the user's turn and the assistant's role header: the common start
@@ -522,12 +773,18 @@ class _Analysis:
     # -- reasoning
 
     def reasoning_variants(self, calls: _Calls | None) -> Iterator[tuple[Message, Message, dict[str, Any]]]:
-        """``(message with reasoning, without, render options)``, likeliest first."""
+        """``(message with reasoning, without, render options)``, likeliest first: thinking
+        left alone, then switched on."""
         shapes: list[tuple[Message, dict[str, Any]]] = [(_assistant(ANSWER), {})]
         if calls is not None:
             call = _call(NAME1, {ARG1: VAL1}, ID1, calls.as_string)
             shapes.append((_assistant(calls.content, tool_calls=[call]), {"tools": _STRING_TOOLS}))
-        for variables in ({}, {"enable_thinking": True}):
+        thinking: list[dict[str, Any]] = [{}]
+        if self.switch is not None:
+            thinking.append({self.switch.name: self.switch.on})
+        elif "enable_thinking" in self.t.variables:
+            thinking.append({"enable_thinking": True})
+        for variables in thinking:
             for base, opts in shapes:
                 for key in ("reasoning_content", "reasoning", "thinking"):
                     yield {**base, key: THOUGHT}, base, {**opts, **variables}
@@ -536,6 +793,16 @@ class _Analysis:
                     yield {**base, "content": chunks}, base, {**opts, **variables}
 
     def reasoning(self, gens: GenerationPrompts, calls: _Calls | None, header: str) -> _Reasoning:
+        return self.with_switch(self.find_reasoning(gens, calls, header))
+
+    def with_switch(self, found: _Reasoning) -> _Reasoning:
+        """``found`` with the thinking switch recorded."""
+        s = self.switch
+        if s is None:
+            return found
+        return replace(found, fmt=replace(found.fmt, switch=s.name, on=s.on, off=s.off, efforts=s.efforts))
+
+    def find_reasoning(self, gens: GenerationPrompts, calls: _Calls | None, header: str) -> _Reasoning:
         toggles = gens.thinking != gens.no_thinking
         for with_r, without, opts in self.reasoning_variants(calls):
             plain = self.tail(without, **opts)

@@ -84,9 +84,21 @@ class ReasoningFormat:
     start: str = ""
     end: str = ""
     toggles: bool = False
-    """``enable_thinking`` (or the template's own switch) changes the prompt."""
+    """The template's thinking switch (``switch``) changes the generation prompt."""
     tools_only: bool = False
     """The template writes reasoning only on messages that call tools."""
+    switch: str = ""
+    """The variable the template reads to switch thinking on and off (``enable_thinking``,
+    ``thinking``, ``reasoning_effort``, ``thinking_budget`` …); ``""``: it has none."""
+    on: Any = None
+    """The value of ``switch`` that switches thinking on (a JSON value: ``true``, ``"high"``,
+    ``-1``)."""
+    off: Any = None
+    """The value of ``switch`` that switches thinking off (``false``, ``"no_think"``, ``0``);
+    ``None``: thinking cannot be switched off."""
+    efforts: tuple[str, ...] = ()
+    """Where the switch takes levels of thinking that render differently, its values from
+    the least effort to the most (``("low", "high")``); ``on`` is the last."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,10 @@ wrote of the assistant message being generated.
 
 :func:`template_messages` projects a conversation onto the message dicts Hugging Face chat
 templates read (``role``, ``content``, ``reasoning_content``, ``tool_calls``,
-``tool_call_id``) and the OpenAI-style tools list; :func:`render_prompt` renders them.
+``tool_call_id``) and the OpenAI-style tools list; :func:`render_prompt` renders them,
+with thinking on, off or at an effort through the template's own switch
+(:func:`thinking_variables`: ``enable_thinking``, ``reasoning_effort``,
+``thinking_budget`` … as analysis found it).
 
 :func:`output_prefix` says where a model's output starts inside its own message: the text
 after the assistant's role header that the prompt already holds (``"<think>\\n"`` for a
@@ -32,8 +35,15 @@ from typing import Any, Final, Literal
 from .._json import plain
 from ..content import DEFAULT_IDENTITY, DeveloperContent, SystemContent, TextContent, response_formats_section
 from ..messages import Conversation, Message, Role
+from .analysis import analyze_source
 from .environment import REASONING_FIELDS, ChatTemplate
 from .errors import TemplateRenderError
+from .format import ReasoningFormat
+
+Thinking = bool | str | None
+"""A wish about thinking: ``None`` (the template's default), ``True`` / ``False``, or an
+effort — Open Responses' ``none``, ``minimal``, ``low``, ``medium``, ``high``, ``xhigh``,
+or one of the template's own values (``no_think``)."""
 
 FUNCTIONS_NAMESPACE: Final = "functions"
 
@@ -213,29 +223,85 @@ def template_messages(
     return builder.out, _tools_of(messages)
 
 
+# --- thinking: the template's own switch ----------------------------------------------
+
+_EFFORT_RANKS: Final = {"none": 0, "minimal": 1, "low": 2, "medium": 3, "high": 4, "xhigh": 5}
+_OFF: Final = ("none", "minimal")
+
+
+def thinking_variables(reasoning: ReasoningFormat, thinking: Thinking) -> dict[str, Any]:
+    """The template variables that grant ``thinking`` through the template's switch
+    (``reasoning.switch``, from analysis): ``{}`` for ``None`` or a template without one.
+
+    ``True`` sets the switch's ``on`` value and ``False`` its ``off`` value. An effort
+    that is one of the switch's own values is passed as it is (``"low"``, ``"no_think"``);
+    otherwise ``none`` and ``minimal`` are off, and the other efforts on — the nearest of
+    the switch's effort levels where it takes levels (between two, the higher). A switch
+    that cannot be turned off gets its least effort for off. Raises :class:`ValueError`
+    for a string that is neither an effort nor one of the switch's values.
+    """
+    if thinking is None or not reasoning.switch:
+        return {}
+    name = reasoning.switch
+    if isinstance(thinking, str):
+        own = [v for v in (reasoning.on, reasoning.off, *reasoning.efforts) if isinstance(v, str)]
+        if thinking in own:
+            return {name: thinking}
+        rank = _EFFORT_RANKS.get(thinking.lower())
+        if rank is None:
+            raise ValueError(
+                f"thinking: {thinking!r} is not an effort ({', '.join(_EFFORT_RANKS)}) nor a value "
+                f"of the template's {name!r} ({', '.join(map(repr, own))})"
+            )
+        if thinking.lower() not in _OFF:
+            levels = [(e, _EFFORT_RANKS[e.lower()]) for e in reasoning.efforts if e.lower() in _EFFORT_RANKS]
+            if levels:
+                best = min(levels, key=lambda level: (abs(level[1] - rank), -level[1]))
+                return {name: best[0]}
+            return {name: reasoning.on}
+        thinking = False
+    if thinking:
+        return {name: reasoning.on}
+    if reasoning.off is not None:
+        return {name: reasoning.off}
+    return {name: reasoning.efforts[0]} if reasoning.efforts else {}
+
+
+def _reasoning_of_template(template: ChatTemplate) -> ReasoningFormat:
+    """The template's reasoning format, by analysis (cached by the template's text)."""
+    return analyze_source(template.source, name=template.name).reasoning
+
+
 def render_prompt(
     template: ChatTemplate,
     conversation: Conversation | Sequence[Message],
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
     add_generation_prompt: bool = True,
-    enable_thinking: bool | None = None,
+    thinking: Thinking = None,
+    reasoning: ReasoningFormat | None = None,
     hf_messages: Sequence[Mapping[str, Any]] | None = None,
     **variables: Any,
 ) -> str:
     """The prompt text of ``conversation`` under ``template``.
 
-    ``tools`` replaces the tools the conversation declares; ``enable_thinking`` is passed
-    when given; a Harmony ``SystemContent``'s reasoning effort reaches templates that read
-    ``reasoning_effort`` unless ``variables`` set it. ``hf_messages`` are rendered instead
-    of the conversation's own messages (its tools and settings still apply). Raises
-    :class:`TemplateRenderError`.
+    ``tools`` replaces the tools the conversation declares. ``thinking`` sets the
+    template's own thinking switch (see :func:`thinking_variables`; ``None``: the
+    template's default); ``reasoning`` is the template's reasoning format from analysis
+    (without it, the template is analysed when ``thinking`` is given). ``variables``
+    reach the template as they are and win over the switch (``enable_thinking=False``).
+    A Harmony ``SystemContent``'s reasoning effort reaches templates that read
+    ``reasoning_effort``, unless that is the switch or ``variables`` set it.
+    ``hf_messages`` are rendered instead of the conversation's own messages (its tools
+    and settings still apply). Raises :class:`TemplateRenderError`, and
+    :class:`ValueError` for a ``thinking`` that is no effort.
     """
     messages, declared = template_messages(conversation)
     if hf_messages is not None:
         messages = [dict(m) for m in hf_messages]
-    if enable_thinking is not None:
-        variables["enable_thinking"] = enable_thinking
+    if thinking is not None:
+        reasoning = reasoning if reasoning is not None else _reasoning_of_template(template)
+        variables = {**thinking_variables(reasoning, thinking), **variables}
     if "reasoning_effort" in template.variables and "reasoning_effort" not in variables:
         effort = next(
             (
@@ -247,7 +313,9 @@ def render_prompt(
             None,
         )
         if effort is not None:
-            variables["reasoning_effort"] = str(effort)
+            switch = (reasoning if reasoning is not None else _reasoning_of_template(template)).switch
+            if switch != "reasoning_effort":  # the switch's default is the template's
+                variables["reasoning_effort"] = str(effort)
     return template.render(
         messages,
         tools=tools if tools is not None else declared,

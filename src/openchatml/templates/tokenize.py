@@ -76,7 +76,8 @@ def prompt_ids(
     **render: Any,
 ) -> tuple[str, list[int]]:
     """The prompt text of ``conversation`` (see :func:`~.prompt.render_prompt`, which
-    ``render`` reaches) and its ids, message texts encoded as literals.
+    ``render`` reaches: ``tools``, ``thinking`` and the template's ``reasoning`` format,
+    template variables) and its ids, message texts encoded as literals.
 
     Raises :class:`TemplateRenderError` when the template refuses the conversation, or
     when a message text spelling a marker is changed by the template so that it cannot be
