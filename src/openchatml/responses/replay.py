@@ -3,8 +3,9 @@
 ``replay_events(snapshot)`` gives what a live stream would have sent, with each item's
 text in a single delta (an ``output_text`` delta carrying all of the part's
 ``logprobs``): ``response.created``, ``response.in_progress``, every item's
-lifecycle, then the terminal event. ``starting_after`` drops events up to that sequence
-number, so a client can resume.
+lifecycle (a reasoning item's summary parts after its content), then the terminal
+event. ``starting_after`` drops events up to that sequence number, so a client can
+resume.
 """
 
 from __future__ import annotations
@@ -55,6 +56,13 @@ def _item_events(index: int, item: dict[str, Any]) -> Iterator[dict[str, Any]]:
             yield {"type": delta, **common, "content_index": c, "delta": text, **extra}
             yield {"type": done, **common, "content_index": c, "text": text, **extra}
             yield {"type": "response.content_part.done", **common, "content_index": c, "part": part}
+        for i, part in enumerate(item.get("summary") or [] if kind == "reasoning" else []):
+            text = part.get("text", "")
+            summary = {**common, "summary_index": i}
+            yield {"type": "response.reasoning_summary_part.added", **summary, "part": {**part, "text": ""}}
+            yield {"type": "response.reasoning_summary_text.delta", **summary, "delta": text}
+            yield {"type": "response.reasoning_summary_text.done", **summary, "text": text}
+            yield {"type": "response.reasoning_summary_part.done", **summary, "part": part}
     else:
         yield {"type": "response.output_item.added", "output_index": index, "item": added}
     yield {"type": "response.output_item.done", "output_index": index, "item": item}

@@ -11,7 +11,8 @@ cancel) closes the engine's stream, which stops generation.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+import contextlib
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -125,10 +126,18 @@ def _truncated(
 
 
 async def run_events(
-    engine: Engine, prepared: Prepared, stream: ResponseStream
+    engine: Engine,
+    prepared: Prepared,
+    stream: ResponseStream,
+    *,
+    summarize: Callable[[str], AsyncGenerator[str, None]] | None = None,
 ) -> AsyncIterator[dict[str, Any]]:
     """Every event of the response: ``stream.begin()``, the ones the sampled ids cause,
-    then the terminal one. An :class:`EngineError` ends the response ``failed``."""
+    then the terminal one. An :class:`EngineError` ends the response ``failed``.
+
+    ``summarize``: the pieces of a summary of a reasoning text, for a stream made with
+    ``summaries``: each reasoning item waits for its summary (the answer's ids wait
+    unread meanwhile) before the stream goes on."""
     for event in stream.begin():
         yield event
     reason = "length"
@@ -139,6 +148,13 @@ async def run_events(
         async for chunk in generation:
             for event in stream.feed(chunk.ids, chunk.logprobs):
                 yield event
+            while summarize is not None and (reasoning := stream.summary_due) is not None:
+                async with contextlib.aclosing(summarize(reasoning)) as pieces:
+                    async for piece in pieces:
+                        for event in stream.summary_delta(piece):
+                            yield event
+                for event in stream.summary_done():
+                    yield event
             if chunk.ids and chunk.ids[-1] in stop:
                 reason = "stop"
                 break

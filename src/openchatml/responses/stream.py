@@ -134,6 +134,7 @@ class ResponseStream:
         encoding: Encoding | None = None,
         parser: TokenParser | None = None,
         vocabulary: Vocabulary | None = None,
+        summaries: bool = False,
     ) -> None:
         self.state = state
         self._parser: TokenParser = parser or StreamParser(
@@ -154,6 +155,10 @@ class ResponseStream:
         request = state.request
         self._top: int | None = (request.top_logprobs or 0) if request.wants_logprobs else None
         self._pending: list[TokenLogprob] = []  # scores of body tokens whose text is not out yet
+        self._summaries = summaries
+        self._due: _Open | None = None  # a reasoning item waiting for its summary
+        self._summary: list[str] | None = None  # its summary so far, once a part began
+        self._held: list[object] = []  # parser events after it, not yet translated
         self.finished = False
 
     # --- events -----------------------------------------------------------------------
@@ -261,8 +266,20 @@ class ResponseStream:
 
     def _translate(self, events: Iterable[object]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        for event in events:
+        pending = list(events)
+        if self._due is not None:  # nothing moves on until the summary is written
+            self._held += pending
+            return out
+        for n, event in enumerate(pending):
+            if self._due is not None:
+                self._held += pending[n:]
+                break
             if isinstance(event, MessageStarted):
+                if self._open is not None:  # the model began anew without ending the last
+                    out += self._close("incomplete")
+                    if self._due is not None:
+                        self._held += pending[n:]
+                        break
                 out += self._start(event.header)
             elif isinstance(event, ContentDelta):
                 out += self._delta(event.text)
@@ -375,8 +392,55 @@ class ResponseStream:
             if current.kind == "reasoning" and self._sealer is not None:
                 item["encrypted_content"] = self._sealer.seal(REASONING_KIND, {"text": text})
         item["status"] = status
+        if current.kind == "reasoning" and self._summaries and text.strip():
+            self._due = current  # output_item.done once its summary is written
+            return out
         out.append(self._event("response.output_item.done", output_index=current.index, item=_copy(item)))
         return out
+
+    # --- reasoning summaries ----------------------------------------------------------
+
+    @property
+    def summary_due(self) -> str | None:
+        """The text of the reasoning item that waits for its summary (nothing else is
+        translated meanwhile), or ``None``."""
+        return "".join(self._due.parts) if self._due is not None else None
+
+    def summary_delta(self, text: str) -> list[dict[str, Any]]:
+        """The events of the next piece of the due summary (the part's ``added`` first)."""
+        current = self._due
+        if current is None or not text:
+            return []
+        out = []
+        common = {"item_id": current.item["id"], "output_index": current.index, "summary_index": 0}
+        if self._summary is None:
+            self._summary = []
+            part = {"type": "summary_text", "text": ""}
+            out.append(self._event("response.reasoning_summary_part.added", **common, part=part))
+        self._summary.append(text)
+        out.append(self._event("response.reasoning_summary_text.delta", **common, delta=text))
+        return out
+
+    def summary_done(self) -> list[dict[str, Any]]:
+        """End the due summary: its ``done`` events, the reasoning item's
+        ``output_item.done``, then the events held back meanwhile."""
+        current = self._due
+        if current is None:
+            return []
+        self._due = None
+        out = []
+        item = current.item
+        if self._summary is not None:
+            text = "".join(self._summary).strip()
+            part = {"type": "summary_text", "text": text}
+            common = {"item_id": item["id"], "output_index": current.index, "summary_index": 0}
+            out.append(self._event("response.reasoning_summary_text.done", **common, text=text))
+            out.append(self._event("response.reasoning_summary_part.done", **common, part=dict(part)))
+            item["summary"] = [part]
+        self._summary = None
+        out.append(self._event("response.output_item.done", output_index=current.index, item=_copy(item)))
+        held, self._held = self._held, []
+        return out + self._translate(held)
 
     # --- the end ----------------------------------------------------------------------
 
@@ -395,13 +459,15 @@ class ResponseStream:
         if self.finished:
             return []
         self.finished = True
+        self._summaries = False  # no summary is waited for any more
+        early = self.summary_done() if self._due is not None else []
         events: list[object] = list(self._parser.close())
         if len(self._parser.messages) != self._done_messages:
             self._count_finished(self._parser)
         if self._top is not None:
             events, closing = [], events
             self._pair(closing, events)
-        out = self._translate(events)
+        out = early + self._translate(events)
         cut = reason != "stop"
         out += self._close("incomplete" if cut else "completed")
         state = self.state

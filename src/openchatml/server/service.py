@@ -22,7 +22,7 @@ import contextlib
 import hashlib
 import logging
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -37,6 +37,7 @@ from ..responses.request import ResponseRequest
 from ..responses.resource import TERMINAL, ResponseState
 from ..responses.runner import Prepared, run_events
 from ..responses.stream import ResponseStream
+from ..responses.summary import summary_deltas
 from .metrics import Metrics
 from .store.base import Store, StoredResponse
 
@@ -240,6 +241,7 @@ class ResponseService:
             sealer=self.sealer,
             parser=self.dialect.parser(request, prepared),
             vocabulary=self.dialect.vocabulary,
+            summaries=request.reasoning_summary is not None,
         )
         stored = request.store and self.store is not None
         run = Run(state.id, owner, request.background, stored=stored)
@@ -283,7 +285,8 @@ class ResponseService:
         started = time.perf_counter()
         first_token: float | None = None
         try:
-            async for event in run_events(self.engine, prepared, stream):
+            summarize = self._summarizer(stream.state.request.reasoning_summary)
+            async for event in run_events(self.engine, prepared, stream, summarize=summarize):
                 kind = event["type"]
                 if first_token is None and kind.endswith(".delta"):
                     first_token = time.perf_counter() - started
@@ -310,6 +313,18 @@ class ResponseService:
                 with contextlib.suppress(Exception):
                     await asyncio.shield(self._save_after(created, stream))
             self._forget_later(run)
+
+    def _summarizer(self, summary: str | None) -> Callable[[str], AsyncGenerator[str, None]] | None:
+        """What writes a reasoning summary (``reasoning.summary``), if one is asked for."""
+        if summary is None:
+            return None
+
+        def summarize(reasoning: str) -> AsyncGenerator[str, None]:
+            return summary_deltas(
+                self.engine, self.dialect, reasoning, summary, settings=self.settings.prompt
+            )
+
+        return summarize
 
     async def _publish(self, run: Run, created: asyncio.Future[None]) -> None:
         """Write ``run``'s events to the store as they come, a batch at most every
