@@ -1,8 +1,10 @@
-"""Template formats written by hand, as data: what the parser is tested with independently
-of the analysis. ``FORMATS`` maps a family to its :class:`TemplateFormat`; ``BY_TEMPLATE``
-maps a template file of ``tests/templates/data/templates`` to its family; ``ROLE_HEADERS`` gives
-the role header the family's generation prompt begins with (what is left of a generation
-prompt after it is the parse ``prefix``).
+"""Template formats written by hand, as data: what the parser and the grammars are tested
+with independently of the analysis, spelled the way the analysis spells them (whitespace
+between markers where the analysis puts it). ``FORMATS`` maps a family to its
+:class:`TemplateFormat`; ``BY_TEMPLATE`` maps a template file of
+``tests/templates/data/templates`` to its family; ``ROLE_HEADERS`` gives the role header the
+family's generation prompt begins with (what is left of a generation prompt after it is
+the parse ``prefix``).
 """
 
 from __future__ import annotations
@@ -29,10 +31,11 @@ QWEN_TAGGED = ToolCallFormat(
     parallel=True,
     name_prefix="<function=",
     name_suffix=">\n",
-    arguments_end="</function>\n",
+    arguments_end="\n</function>\n",
     arg_name_prefix="<parameter=",
     arg_name_suffix=">\n",
-    arg_value_suffix="\n</parameter>\n",
+    arg_value_suffix="\n</parameter>",
+    arg_separator="\n",
 )
 
 HERMES_JSON = ToolCallFormat(
@@ -42,6 +45,10 @@ HERMES_JSON = ToolCallFormat(
     separator="\n",
     parallel=True,
     key_order=("name", "arguments"),
+)
+
+MISTRAL_TAG_JSON = ToolCallFormat(
+    syntax=ToolSyntax.TAG_JSON, call_start="[TOOL_CALLS]", parallel=True, arguments_start="[ARGS]"
 )
 
 IM = GenerationPrompts(default="<|im_start|>assistant\n")
@@ -107,9 +114,7 @@ FORMATS: dict[str, TemplateFormat] = {
     "devstral": TemplateFormat(
         name="devstral",
         reasoning=ReasoningFormat(ReasoningMode.TAGS, "[THINK]", "[/THINK]"),
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.TAG_JSON, call_start="[TOOL_CALLS]", parallel=True, arguments_start="[ARGS]"
-        ),
+        tools=MISTRAL_TAG_JSON,
         end_markers=("</s>",),
     ),
     "kimi-k2": TemplateFormat(
@@ -123,9 +128,9 @@ FORMATS: dict[str, TemplateFormat] = {
             call_end="<|tool_call_end|>",
             parallel=True,
             name_prefix="functions.",
-            name_suffix=":0",
             arguments_start="<|tool_call_argument_begin|>",
-            id_position=CallIdPosition.BEFORE_NAME,
+            id_position=CallIdPosition.BETWEEN_NAME_AND_ARGUMENTS,
+            id_prefix=":",
             id_pattern="functions.{name}:{index}",
         ),
         generation_prompt=GenerationPrompts(default="<|im_assistant|>assistant<|im_middle|>"),
@@ -138,12 +143,11 @@ FORMATS: dict[str, TemplateFormat] = {
             syntax=ToolSyntax.TAG_JSON,
             section_start="<｜tool▁calls▁begin｜>",
             section_end="<｜tool▁calls▁end｜>",
-            call_start="<｜tool▁call▁begin｜>",
+            call_start="<｜tool▁call▁begin｜>function<｜tool▁sep｜>",
             call_end="<｜tool▁call▁end｜>",
             separator="\n",
             parallel=True,
-            name_prefix="function<｜tool▁sep｜>",
-            name_suffix="\n```json\n",
+            arguments_start="\n```json\n",
             arguments_end="\n```",
         ),
         generation_prompt=GenerationPrompts(default="<｜Assistant｜><think>\n"),
@@ -156,15 +160,16 @@ FORMATS: dict[str, TemplateFormat] = {
             syntax=ToolSyntax.TAG_TAGGED,
             section_start="<｜DSML｜function_calls>\n",
             section_end="</｜DSML｜function_calls>",
-            call_start='<｜DSML｜invoke name="',
-            call_end="</｜DSML｜invoke>\n",
             parallel=True,
+            name_prefix='<｜DSML｜invoke name="',
             name_suffix='">\n',
+            arguments_end="\n</｜DSML｜invoke>\n",
             arg_name_prefix='<｜DSML｜parameter name="',
             arg_name_suffix='"',
             arg_value_prefix=' string="true">',
             arg_value_prefix_json=' string="false">',
-            arg_value_suffix="</｜DSML｜parameter>\n",
+            arg_value_suffix="</｜DSML｜parameter>",
+            arg_separator="\n",
         ),
         end_markers=("<｜end▁of▁sentence｜>",),
     ),
@@ -177,11 +182,13 @@ FORMATS: dict[str, TemplateFormat] = {
             call_end="</tool_call>",
             separator="\n",
             parallel=True,
-            name_suffix="\n",
+            arguments_start="\n",
+            arguments_end="\n",
             arg_name_prefix="<arg_key>",
             arg_name_suffix="</arg_key>\n",
             arg_value_prefix="<arg_value>",
-            arg_value_suffix="</arg_value>\n",
+            arg_value_suffix="</arg_value>",
+            arg_separator="\n",
         ),
         end_markers=("<|user|>", "<|observation|>"),
     ),
@@ -246,7 +253,7 @@ FORMATS: dict[str, TemplateFormat] = {
             string_quote='<|"|>',
         ),
         generation_prompt=GenerationPrompts(default="<|turn>model\n"),
-        end_markers=("<turn|>",),
+        end_markers=("<turn|>", "<|tool_response>"),
     ),
     "gemma2": TemplateFormat(name="gemma2", end_markers=("<end_of_turn>",)),
     "cohere2": TemplateFormat(
@@ -257,9 +264,10 @@ FORMATS: dict[str, TemplateFormat] = {
             syntax=ToolSyntax.JSON,
             section_start="<|START_ACTION|>",
             section_end="<|END_ACTION|>",
-            separator=",\n",
+            separator=",\n    ",
             array=True,
             parallel=True,
+            id_pattern="{index}",
             name_key="tool_name",
             arguments_key="parameters",
             id_key="tool_call_id",
@@ -278,10 +286,12 @@ FORMATS: dict[str, TemplateFormat] = {
             syntax=ToolSyntax.JSON,
             section_start="Action:\n```json\n",
             section_end="\n```",
+            separator=",\n    ",
             array=True,
             parallel=True,
             name_key="tool_name",
             arguments_key="parameters",
+            key_order=("tool_name", "parameters"),
         ),
         generation_prompt=GenerationPrompts(default="<|START_OF_TURN_TOKEN|><|CHATBOT_TOKEN|>"),
         end_markers=("<|END_OF_TURN_TOKEN|>",),
@@ -292,6 +302,7 @@ FORMATS: dict[str, TemplateFormat] = {
             syntax=ToolSyntax.JSON,
             section_start="<|tools_prefix|>",
             section_end="<|tools_suffix|>",
+            separator=", ",
             array=True,
             parallel=True,
             name_is_key=True,
@@ -310,7 +321,11 @@ FORMATS: dict[str, TemplateFormat] = {
     "functionary-v3.1": TemplateFormat(
         name="functionary-v3.1",
         tools=ToolCallFormat(
-            syntax=ToolSyntax.TAG_JSON, name_prefix="<function=", name_suffix=">", call_end="</function>"
+            syntax=ToolSyntax.TAG_JSON,
+            parallel=True,
+            name_prefix="<function=",
+            name_suffix=">",
+            call_end="</function>",
         ),
         end_markers=("<|eot_id|>", "<|eom_id|>"),
     ),
@@ -322,7 +337,9 @@ FORMATS: dict[str, TemplateFormat] = {
     ),
     "firefunction-v2": TemplateFormat(
         name="firefunction-v2",
-        tools=ToolCallFormat(syntax=ToolSyntax.JSON, section_start=" functools", array=True, parallel=True),
+        tools=ToolCallFormat(
+            syntax=ToolSyntax.JSON, section_start=" functools", separator=", ", array=True, parallel=True
+        ),
         end_markers=("<|eot_id|>",),
     ),
     "gigachat3": TemplateFormat(
@@ -330,6 +347,7 @@ FORMATS: dict[str, TemplateFormat] = {
         tools=ToolCallFormat(
             syntax=ToolSyntax.JSON, call_start="<|message_sep|>\n\nfunction call<|role_sep|>\n"
         ),
+        end_markers=("<|message_sep|>",),
     ),
     "nemotron-nano-v2": TemplateFormat(
         name="nemotron-nano-v2",
@@ -338,15 +356,22 @@ FORMATS: dict[str, TemplateFormat] = {
             syntax=ToolSyntax.JSON,
             section_start="<TOOLCALL>",
             section_end="</TOOLCALL>",
+            separator=", ",
             array=True,
             parallel=True,
+            key_order=("name", "arguments"),
         ),
         end_markers=("<SPECIAL_12>",),
     ),
     "apriel-1.5": TemplateFormat(
         name="apriel-1.5",
         tools=ToolCallFormat(
-            syntax=ToolSyntax.JSON, section_start="<tool_calls>", section_end="</tool_calls>", array=True
+            syntax=ToolSyntax.JSON,
+            section_start="<tool_calls>",
+            section_end="</tool_calls>",
+            separator=", ",
+            array=True,
+            parallel=True,
         ),
         end_markers=("<|end|>",),
     ),

@@ -3,8 +3,8 @@
 Lark grammars run in llguidance (``LLMatcher`` over a byte-level tokenizer, with some
 markers as special tokens where a test says so); the GBNF / EBNF text runs in xgrammar
 (``Grammar.from_ebnf``), skipped where xgrammar is not installed (llguidance's own GBNF
-converter lexes greedily and is no judge of GBNF). Formats are written here
-as data, one per family, the way the analysis spells them.
+converter lexes greedily and is no judge of GBNF). The formats are the hand-written ones of
+``hand_formats.py``, one per family, spelled the way the analysis spells them.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import llguidance as llg
 import pytest
 from data_paths import CASES as CASES_FILE
 from data_paths import TEMPLATES
+from hand_formats import BY_TEMPLATE, FORMATS
 
 from openchatml.templates.errors import UnsupportedTemplateError
 from openchatml.templates.format import (
@@ -31,328 +32,46 @@ from openchatml.templates.format import (
 )
 from openchatml.templates.grammar import ToolGrammar, Trigger, tool_call_grammar
 
-# --------------------------------------------------------------------------- formats, as data
+# --------------------------------------------------------------------------- formats (hand_formats.py)
 
-
-def _think(start: str = "<think>", end: str = "</think>") -> ReasoningFormat:
-    return ReasoningFormat(mode=ReasoningMode.TAGS, start=start, end=end)
-
-
-QWEN_XML_TOOLS = ToolCallFormat(
-    syntax=ToolSyntax.TAG_TAGGED,
-    call_start="<tool_call>\n",
-    call_end="</tool_call>",
-    separator="\n",
-    parallel=True,
-    name_prefix="<function=",
-    name_suffix=">\n",
-    arguments_end="\n</function>\n",
-    arg_name_prefix="<parameter=",
-    arg_name_suffix=">\n",
-    arg_value_suffix="\n</parameter>",
-    arg_separator="\n",
+# The templates whose parse cases with tool calls are run through the grammars.
+GRAMMAR_TEMPLATES = (
+    "Qwen3.5-4B.jinja",
+    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja",
+    "Qwen3-Coder.jinja",
+    "mistralai-Ministral-3-14B-Reasoning-2512.jinja",
+    "unsloth-mistral-Devstral-Small-2507.jinja",
+    "Mistral-Small-3.2-24B-Instruct-2506.jinja",
+    "mistralai-Mistral-Nemo-Instruct-2407.jinja",
+    "Cohere2MoE.jinja",
+    "CohereForAI-c4ai-command-r-plus-tool_use.jinja",
+    "google-gemma-4-31B-it.jinja",
+    "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja",
+    "ibm-granite-granite-4.0.jinja",
+    "MiMo-VL.jinja",
+    "Qwen-Qwen2.5-7B-Instruct.jinja",
+    "deepseek-ai-DeepSeek-V3.2.jinja",
+    "GLM-4.6.jinja",
+    "Kimi-K2-Thinking.jinja",
+    "moonshotai-Kimi-K2.jinja",
+    "Kimi-K2-Instruct.jinja",
+    "LFM2-8B-A1B.jinja",
+    "LFM2.5-Instruct.jinja",
+    "LFM2.5-8B-A1B.jinja",
+    "Apertus-8B-Instruct.jinja",
+    "NVIDIA-Nemotron-Nano-v2.jinja",
+    "meetkai-functionary-medium-v3.1.jinja",
+    "fireworks-ai-llama-3-firefunction-v2.jinja",
+    "llama-cpp-deepseek-r1.jinja",
+    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja",
+    "unsloth-Apriel-1.5.jinja",
+    "GigaChat3-10B-A1.8B.jinja",
+    "openbmb-MiniCPM5-1B.jinja",
 )
-HERMES_TOOLS = ToolCallFormat(
-    syntax=ToolSyntax.JSON,
-    call_start="<tool_call>\n",
-    call_end="\n</tool_call>",
-    separator="\n",
-    parallel=True,
-    key_order=("name", "arguments"),
+# Every family with tool calls, for the checks that take any format.
+TOOL_FAMILIES = sorted(
+    f for f, fmt in FORMATS.items() if fmt.tools.syntax is not ToolSyntax.NONE and not fmt.harmony
 )
-MISTRAL_TOOLS = ToolCallFormat(
-    syntax=ToolSyntax.TAG_JSON, call_start="[TOOL_CALLS]", parallel=True, arguments_start="[ARGS]"
-)
-
-FORMATS: dict[str, TemplateFormat] = {
-    "qwen3-coder": TemplateFormat(name="qwen3-coder", tools=QWEN_XML_TOOLS, end_markers=("<|im_end|>",)),
-    "qwen3.5": TemplateFormat(
-        name="qwen3.5", reasoning=_think(), tools=QWEN_XML_TOOLS, end_markers=("<|im_end|>",)
-    ),
-    "hermes": TemplateFormat(name="hermes", tools=HERMES_TOOLS, end_markers=("<|im_end|>",)),
-    "hermes-think": TemplateFormat(name="hermes-think", reasoning=_think(), tools=HERMES_TOOLS),
-    "ministral": TemplateFormat(
-        name="ministral", reasoning=_think("[THINK]", "[/THINK]"), tools=MISTRAL_TOOLS
-    ),
-    "devstral": TemplateFormat(name="devstral", tools=MISTRAL_TOOLS),
-    "mistral-small-3.2": TemplateFormat(
-        name="mistral-small-3.2",
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.TAG_JSON,
-            call_start="[TOOL_CALLS]",
-            parallel=True,
-            arguments_start="[ARGS]",
-            id_position=CallIdPosition.BETWEEN_NAME_AND_ARGUMENTS,
-            id_prefix="[CALL_ID]",
-        ),
-        end_markers=("</s>",),
-    ),
-    "mistral-nemo": TemplateFormat(
-        name="mistral-nemo",
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.JSON,
-            section_start="[TOOL_CALLS]",
-            separator=", ",
-            parallel=True,
-            id_key="id",
-            array=True,
-            key_order=("name", "arguments", "id"),
-        ),
-    ),
-    "cohere2": TemplateFormat(
-        name="cohere2",
-        reasoning=_think("<|START_THINKING|>", "<|END_THINKING|>"),
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.JSON,
-            section_start="<|START_ACTION|>",
-            section_end="<|END_ACTION|>",
-            separator=",\n    ",
-            parallel=True,
-            id_pattern="{index}",
-            name_key="tool_name",
-            arguments_key="parameters",
-            id_key="tool_call_id",
-            array=True,
-            key_order=("tool_call_id", "tool_name", "parameters"),
-        ),
-        end_markers=("<|END_OF_TURN_TOKEN|>",),
-    ),
-    "command-r-plus": TemplateFormat(
-        name="command-r-plus",
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.JSON,
-            section_start="Action:\n```json\n",
-            section_end="\n```",
-            separator=",\n    ",
-            parallel=True,
-            name_key="tool_name",
-            arguments_key="parameters",
-            array=True,
-            key_order=("tool_name", "parameters"),
-        ),
-    ),
-    "gemma4": TemplateFormat(
-        name="gemma4",
-        reasoning=_think("<|channel>thought", "<channel|>"),
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.OBJECT_NOTATION,
-            call_start="<|tool_call>",
-            call_end="<tool_call|>",
-            parallel=True,
-            name_prefix="call:",
-            string_quote='<|"|>',
-        ),
-        end_markers=("<turn|>", "<|tool_response>"),
-    ),
-    "deepseek-v3.2": TemplateFormat(
-        name="deepseek-v3.2",
-        reasoning=_think(),
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.TAG_TAGGED,
-            section_start="<｜DSML｜function_calls>\n",
-            section_end="</｜DSML｜function_calls>",
-            parallel=True,
-            name_prefix='<｜DSML｜invoke name="',
-            name_suffix='">\n',
-            arguments_end="\n</｜DSML｜invoke>\n",
-            arg_name_prefix='<｜DSML｜parameter name="',
-            arg_name_suffix='"',
-            arg_value_prefix=' string="true">',
-            arg_value_suffix="</｜DSML｜parameter>",
-            arg_value_prefix_json=' string="false">',
-            arg_separator="\n",
-        ),
-        end_markers=("<｜end▁of▁sentence｜>",),
-    ),
-    "glm-4.6": TemplateFormat(
-        name="glm-4.6",
-        reasoning=_think(),
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.TAG_TAGGED,
-            call_start="<tool_call>",
-            call_end="</tool_call>",
-            separator="\n",
-            parallel=True,
-            arguments_start="\n",
-            arguments_end="\n",
-            arg_name_prefix="<arg_key>",
-            arg_name_suffix="</arg_key>\n",
-            arg_value_prefix="<arg_value>",
-            arg_value_suffix="</arg_value>",
-            arg_separator="\n",
-        ),
-        end_markers=("<|user|>", "<|observation|>"),
-    ),
-    "kimi-k2": TemplateFormat(
-        name="kimi-k2",
-        reasoning=_think(),
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.TAG_JSON,
-            section_start="<|tool_calls_section_begin|>",
-            section_end="<|tool_calls_section_end|>",
-            call_start="<|tool_call_begin|>",
-            call_end="<|tool_call_end|>",
-            parallel=True,
-            name_prefix="functions.",
-            arguments_start="<|tool_call_argument_begin|>",
-            id_position=CallIdPosition.BETWEEN_NAME_AND_ARGUMENTS,
-            id_prefix=":",
-            id_pattern="functions.{name}:{index}",
-        ),
-        end_markers=("<|im_end|>",),
-    ),
-    "lfm2": TemplateFormat(
-        name="lfm2",
-        reasoning=_think(),
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.PYTHONIC,
-            section_start="<|tool_call_start|>",
-            section_end="<|tool_call_end|>",
-            separator=", ",
-            parallel=True,
-            array=True,
-        ),
-        end_markers=("<|im_end|>",),
-    ),
-    "apertus": TemplateFormat(
-        name="apertus",
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.JSON,
-            section_start="<|tools_prefix|>",
-            section_end="<|tools_suffix|>",
-            separator=", ",
-            parallel=True,
-            name_is_key=True,
-            array=True,
-        ),
-    ),
-    "nemotron-nano-v2": TemplateFormat(
-        name="nemotron-nano-v2",
-        reasoning=_think(),
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.JSON,
-            section_start="<TOOLCALL>",
-            section_end="</TOOLCALL>",
-            separator=", ",
-            parallel=True,
-            array=True,
-            key_order=("name", "arguments"),
-        ),
-        end_markers=("<SPECIAL_12>",),
-    ),
-    "functionary-3.1": TemplateFormat(
-        name="functionary-3.1",
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.TAG_JSON,
-            parallel=True,
-            name_prefix="<function=",
-            name_suffix=">",
-            call_end="</function>",
-        ),
-        end_markers=("<|eom_id|>", "<|eot_id|>"),
-    ),
-    "firefunction-2": TemplateFormat(
-        name="firefunction-2",
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.JSON, section_start=" functools", separator=", ", parallel=True, array=True
-        ),
-        end_markers=("<|eot_id|>",),
-    ),
-    "deepseek-r1": TemplateFormat(
-        name="deepseek-r1",
-        reasoning=_think(),
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.TAG_JSON,
-            section_start="<｜tool▁calls▁begin｜>",
-            section_end="<｜tool▁calls▁end｜>",
-            call_start="<｜tool▁call▁begin｜>function<｜tool▁sep｜>",
-            call_end="<｜tool▁call▁end｜>",
-            separator="\n",
-            parallel=True,
-            arguments_start="\n```json\n",
-            arguments_end="\n```",
-        ),
-        end_markers=("<｜end▁of▁sentence｜>",),
-    ),
-    "apriel-1.5": TemplateFormat(
-        name="apriel-1.5",
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.JSON,
-            section_start="<tool_calls>",
-            section_end="</tool_calls>",
-            separator=", ",
-            parallel=True,
-            array=True,
-        ),
-        end_markers=("<|end|>",),
-    ),
-    "gigachat3": TemplateFormat(
-        name="gigachat3",
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.JSON, call_start="<|message_sep|>\n\nfunction call<|role_sep|>\n"
-        ),
-        end_markers=("<|message_sep|>",),
-    ),
-    "minicpm5": TemplateFormat(
-        name="minicpm5",
-        reasoning=_think(),
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.TAG_TAGGED,
-            separator="\n",
-            parallel=True,
-            name_prefix='<function name="',
-            name_suffix='">',
-            arguments_end="</function>",
-            arg_name_prefix='<param name="',
-            arg_name_suffix='">',
-            arg_value_suffix="</param>",
-            arg_value_wrap_start="<![CDATA[",
-            arg_value_wrap_end="]]>",
-        ),
-        end_markers=("<|im_end|>",),
-    ),
-    "llama3.1": TemplateFormat(
-        name="llama3.1",
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.JSON, arguments_key="parameters", key_order=("name", "parameters")
-        ),
-        end_markers=("<|eom_id|>", "<|eot_id|>"),
-    ),
-}
-
-TEMPLATE_FORMATS: dict[str, str] = {
-    "Qwen3.5-4B.jinja": "qwen3.5",
-    "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16.jinja": "qwen3.5",
-    "Qwen3-Coder.jinja": "qwen3-coder",
-    "mistralai-Ministral-3-14B-Reasoning-2512.jinja": "ministral",
-    "unsloth-mistral-Devstral-Small-2507.jinja": "devstral",
-    "Mistral-Small-3.2-24B-Instruct-2506.jinja": "mistral-small-3.2",
-    "mistralai-Mistral-Nemo-Instruct-2407.jinja": "mistral-nemo",
-    "Cohere2MoE.jinja": "cohere2",
-    "CohereForAI-c4ai-command-r-plus-tool_use.jinja": "command-r-plus",
-    "google-gemma-4-31B-it.jinja": "gemma4",
-    "NousResearch-Hermes-2-Pro-Llama-3-8B-tool_use.jinja": "hermes",
-    "ibm-granite-granite-4.0.jinja": "hermes",
-    "MiMo-VL.jinja": "hermes",
-    "Qwen-Qwen2.5-7B-Instruct.jinja": "hermes",
-    "deepseek-ai-DeepSeek-V3.2.jinja": "deepseek-v3.2",
-    "GLM-4.6.jinja": "glm-4.6",
-    "Kimi-K2-Thinking.jinja": "kimi-k2",
-    "moonshotai-Kimi-K2.jinja": "kimi-k2",
-    "Kimi-K2-Instruct.jinja": "kimi-k2",
-    "LFM2-8B-A1B.jinja": "lfm2",
-    "LFM2.5-Instruct.jinja": "lfm2",
-    "LFM2.5-8B-A1B.jinja": "lfm2",
-    "Apertus-8B-Instruct.jinja": "apertus",
-    "NVIDIA-Nemotron-Nano-v2.jinja": "nemotron-nano-v2",
-    "meetkai-functionary-medium-v3.1.jinja": "functionary-3.1",
-    "fireworks-ai-llama-3-firefunction-v2.jinja": "firefunction-2",
-    "llama-cpp-deepseek-r1.jinja": "deepseek-r1",
-    "deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja": "deepseek-r1",
-    "unsloth-Apriel-1.5.jinja": "apriel-1.5",
-    "GigaChat3-10B-A1.8B.jinja": "gigachat3",
-    "openbmb-MiniCPM5-1B.jinja": "minicpm5",
-}
 
 # Cases whose output the grammar rejects on purpose: output no conforming model writes.
 REJECTED_CASES: dict[int, str] = {
@@ -490,7 +209,7 @@ def _cases() -> list[dict[str, Any]]:
     return [
         c
         for c in cases
-        if c["template"] in TEMPLATE_FORMATS
+        if c["template"] in GRAMMAR_TEMPLATES
         and c["expected"]["tool_calls"]
         and not c["options"]["is_partial"]
     ]
@@ -508,7 +227,7 @@ def _prefix(fmt: TemplateFormat, generation_prompt: str) -> str:
 
 
 def _case_grammar(case: dict[str, Any], choice: str | None = None) -> tuple[TemplateFormat, ToolGrammar]:
-    fmt = FORMATS[TEMPLATE_FORMATS[case["template"]]]
+    fmt = FORMATS[BY_TEMPLATE[case["template"]]]
     options = case["options"]
     grammar = tool_call_grammar(
         fmt,
@@ -548,8 +267,8 @@ def test_malformed_calls_are_only_content(case_id: int) -> None:
 def test_cases_cover_every_family() -> None:
     if not CASES:
         pytest.skip("no shared cases here")
-    used = {TEMPLATE_FORMATS[c["template"]] for c in CASES}
-    assert used >= set(FORMATS) - {"hermes-think", "llama3.1"}
+    used = {BY_TEMPLATE[c["template"]] for c in CASES}
+    assert used >= {BY_TEMPLATE[t] for t in GRAMMAR_TEMPLATES}
 
 
 # --------------------------------------------------------------------------- calls rendered by the templates
@@ -588,42 +307,44 @@ SHAPES: dict[str, list[tuple[str, dict[str, Any]]]] = {
     "two": [("get_weather", {"city": "Paris", "unit": "celsius"}), ("get_time", {"city": "Tokyo"})],
     "empty": [("ping", {})],
 }
-# One template per family (Hermes' and Command R+'s templates are left out: they do not
-# render tools given as Chat Completions objects here).
-RENDERED = {
-    "qwen3-coder": "Qwen3-Coder.jinja",
-    "qwen3.5": "Qwen3.5-4B.jinja",
-    "ministral": "mistralai-Ministral-3-14B-Reasoning-2512.jinja",
-    "devstral": "unsloth-mistral-Devstral-Small-2507.jinja",
-    "mistral-small-3.2": "Mistral-Small-3.2-24B-Instruct-2506.jinja",
-    "mistral-nemo": "mistralai-Mistral-Nemo-Instruct-2407.jinja",
-    "cohere2": "Cohere2MoE.jinja",
-    "gemma4": "google-gemma-4-31B-it.jinja",
-    "deepseek-v3.2": "deepseek-ai-DeepSeek-V3.2.jinja",
-    "glm-4.6": "GLM-4.6.jinja",
-    "kimi-k2": "Kimi-K2-Thinking.jinja",
-    "lfm2": "LFM2.5-8B-A1B.jinja",
-    "apertus": "Apertus-8B-Instruct.jinja",
-    "nemotron-nano-v2": "NVIDIA-Nemotron-Nano-v2.jinja",
-    "functionary-3.1": "meetkai-functionary-medium-v3.1.jinja",
-    "firefunction-2": "fireworks-ai-llama-3-firefunction-v2.jinja",
-    "deepseek-r1": "llama-cpp-deepseek-r1.jinja",
-    "apriel-1.5": "unsloth-Apriel-1.5.jinja",
-    "gigachat3": "GigaChat3-10B-A1.8B.jinja",
-    "minicpm5": "openbmb-MiniCPM5-1B.jinja",
-    "llama3.1": "meta-llama-Llama-3.1-8B-Instruct.jinja",
-}
+# One template per family, two for Devstral's (Ministral's template writes reasoning,
+# Devstral's none); Hermes' and Command R+'s templates are left out: they do not render
+# tools given as Chat Completions objects here. Each is read with its family's format
+# (``hand_formats.BY_TEMPLATE``).
+RENDERED = (
+    "Qwen3-Coder.jinja",
+    "Qwen3.5-4B.jinja",
+    "mistralai-Ministral-3-14B-Reasoning-2512.jinja",
+    "unsloth-mistral-Devstral-Small-2507.jinja",
+    "Mistral-Small-3.2-24B-Instruct-2506.jinja",
+    "mistralai-Mistral-Nemo-Instruct-2407.jinja",
+    "Cohere2MoE.jinja",
+    "google-gemma-4-31B-it.jinja",
+    "deepseek-ai-DeepSeek-V3.2.jinja",
+    "GLM-4.6.jinja",
+    "Kimi-K2-Thinking.jinja",
+    "LFM2.5-8B-A1B.jinja",
+    "Apertus-8B-Instruct.jinja",
+    "NVIDIA-Nemotron-Nano-v2.jinja",
+    "meetkai-functionary-medium-v3.1.jinja",
+    "fireworks-ai-llama-3-firefunction-v2.jinja",
+    "llama-cpp-deepseek-r1.jinja",
+    "unsloth-Apriel-1.5.jinja",
+    "GigaChat3-10B-A1.8B.jinja",
+    "openbmb-MiniCPM5-1B.jinja",
+    "meta-llama-Llama-3.1-8B-Instruct.jinja",
+)
 
 
-def rendered(family: str, calls: list[tuple[str, dict[str, Any]]]) -> tuple[str, str]:
-    """(prefix, output): what the family's template writes for an assistant message making
+def rendered(name: str, calls: list[tuple[str, dict[str, Any]]]) -> tuple[str, str]:
+    """(prefix, output): what template ``name`` writes for an assistant message making
     ``calls``, after the generation prompt and before the end of the turn."""
     from openchatml.templates.environment import ChatTemplate
 
-    path = TEMPLATES / RENDERED[family]
+    path = TEMPLATES / name
     if not path.exists():
         pytest.skip("no shared templates here")
-    fmt = FORMATS[family]
+    fmt = FORMATS[BY_TEMPLATE[name]]
     template = ChatTemplate(path.read_text(), name=path.name)
     user = {"role": "user", "content": "Hi"}
     tool_calls = [
@@ -648,29 +369,29 @@ def rendered(family: str, calls: list[tuple[str, dict[str, Any]]]) -> tuple[str,
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-@pytest.mark.parametrize("family", RENDERED)
-def test_rendered_calls(family: str, shape: str) -> None:
-    fmt = FORMATS[family]
+@pytest.mark.parametrize("name", RENDERED)
+def test_rendered_calls(name: str, shape: str) -> None:
+    fmt = FORMATS[BY_TEMPLATE[name]]
     if shape == "two" and not fmt.tools.parallel:
         pytest.skip("the format writes one call per message")
-    prefix, out = rendered(family, SHAPES[shape])
+    prefix, out = rendered(name, SHAPES[shape])
     for choice in ("auto", "required"):
         check(tool_call_grammar(fmt, RENDER_TOOLS, tool_choice=choice, prefix=prefix), fmt, out, True)
 
 
-@pytest.mark.parametrize("family", RENDERED)
-def test_rejects_malformed_calls(family: str) -> None:
-    fmt = FORMATS[family]
-    prefix, good = rendered(family, [("get_weather", {"city": "Paris"})])
+@pytest.mark.parametrize("name", RENDERED)
+def test_rejects_malformed_calls(name: str) -> None:
+    fmt = FORMATS[BY_TEMPLATE[name]]
+    prefix, good = rendered(name, [("get_weather", {"city": "Paris"})])
     grammar = tool_call_grammar(fmt, RENDER_TOOLS, prefix=prefix)
     required = tool_call_grammar(fmt, RENDER_TOOLS, tool_choice="required", prefix=prefix)
     check(grammar, fmt, good, True)
     check(grammar, fmt, good.replace("get_weather", "get_wether"), False)  # not an offered tool
-    _, missing = rendered(family, [("configure", {"name": "x"})])  # count is required
+    _, missing = rendered(name, [("configure", {"name": "x"})])  # count is required
     check(grammar, fmt, missing, False)
-    _, wrong = rendered(family, [("configure", {"name": "x", "count": "three"})])  # count: integer
+    _, wrong = rendered(name, [("configure", {"name": "x", "count": "three"})])  # count: integer
     check(grammar, fmt, wrong, False)
-    _, unknown = rendered(family, [("get_time", {"city": "Paris", "zone": "CET"})])  # closed schema
+    _, unknown = rendered(name, [("get_time", {"city": "Paris", "zone": "CET"})])  # closed schema
     check(grammar, fmt, unknown, False)
     check(grammar, fmt, good.rstrip()[:-1], False)  # the closing marker cut short
     check(required, fmt, good.rstrip()[:-1], False)
@@ -684,13 +405,13 @@ def test_rejects_malformed_calls(family: str) -> None:
         fmt, RENDER_TOOLS, tool_choice={"type": "function", "name": "get_time"}, prefix=prefix
     )
     check(named, fmt, good, False)
-    check(named, fmt, rendered(family, [("get_time", {"city": "Paris"})])[1], True)
+    check(named, fmt, rendered(name, [("get_time", {"city": "Paris"})])[1], True)
 
 
-@pytest.mark.parametrize("family", [f for f in RENDERED if FORMATS[f].tools.parallel])
-def test_one_call_only_without_parallel(family: str) -> None:
-    fmt = FORMATS[family]
-    prefix, two = rendered(family, SHAPES["two"])
+@pytest.mark.parametrize("name", [n for n in RENDERED if FORMATS[BY_TEMPLATE[n]].tools.parallel])
+def test_one_call_only_without_parallel(name: str) -> None:
+    fmt = FORMATS[BY_TEMPLATE[name]]
+    prefix, two = rendered(name, SHAPES["two"])
     check(tool_call_grammar(fmt, RENDER_TOOLS, prefix=prefix, parallel=False), fmt, two, False)
     check(tool_call_grammar(fmt, RENDER_TOOLS, prefix=prefix, parallel=True), fmt, two, True)
 
@@ -752,7 +473,7 @@ def test_choice_errors() -> None:
     with pytest.raises(UnsupportedTemplateError):
         tool_call_grammar(TemplateFormat(name="plain"), TOOLS)
     with pytest.raises(UnsupportedTemplateError):
-        tool_call_grammar(TemplateFormat(name="gpt-oss", harmony=True, tools=HERMES_TOOLS), TOOLS)
+        tool_call_grammar(TemplateFormat(name="gpt-oss", harmony=True, tools=FORMATS["hermes"].tools), TOOLS)
 
 
 # --------------------------------------------------------------------------- triggers and special tokens
@@ -764,7 +485,7 @@ def test_choice_errors() -> None:
         ("qwen3-coder", Trigger("<tool_call>")),
         ("kimi-k2", Trigger("<|tool_calls_section_begin|>")),
         ("mistral-small-3.2", Trigger("[TOOL_CALLS]")),
-        ("functionary-3.1", Trigger("<function=")),
+        ("functionary-v3.1", Trigger("<function=")),
         ("minicpm5", Trigger('<function name="')),
         ("command-r-plus", Trigger("Action:\n```json")),
         ("llama3.1", Trigger(r"^\s*(\{)", "pattern")),
@@ -822,8 +543,8 @@ def _markers(fmt: TemplateFormat) -> list[str]:
 def test_gbnf_names_and_escapes_suit_llama_cpp() -> None:
     """llama.cpp reads rule names of letters, digits and dashes, and ``\\xHH`` escapes of two
     digits; xgrammar reads more when a hex digit follows, which the writer never lets happen."""
-    for family, fmt in FORMATS.items():
-        grammar = tool_call_grammar(fmt, [*TOOLS, CONFIGURE])
+    for family in TOOL_FAMILIES:
+        grammar = tool_call_grammar(FORMATS[family], [*TOOLS, CONFIGURE])
         for text in (grammar.gbnf, grammar.ebnf):
             for line in text.splitlines():
                 assert re.match(r"^[a-z0-9-]+ ::= \S", line), (family, line)
