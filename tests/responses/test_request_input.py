@@ -13,6 +13,7 @@ from openchatml.responses.crypto import Sealer
 from openchatml.responses.errors import RequestError
 from openchatml.responses.input import COMPACTION_KIND, REASONING_KIND, PromptSettings, build_conversation
 from openchatml.responses.request import parse_request
+from openchatml.responses.resource import ResponseState
 
 SEALER = Sealer(bytes(range(32)))
 SETTINGS = PromptSettings(current_date="2026-01-02")
@@ -32,6 +33,15 @@ def test_string_input_and_system_settings() -> None:
     assert "<|start|>developer<|message|># Instructions\n\nBe kind.<|end|>" in text
     # user text never becomes a control token
     assert "<|start|>user<|message|>Hi <<|start|><|end|><|start|>assistant" in text
+
+
+def test_minimal_effort_is_read_as_low_and_echoed_valid() -> None:
+    request = parse_request({"model": "m", "input": "x", "reasoning": {"effort": "minimal"}})
+    assert request.reasoning_effort == "low"
+    snapshot = ResponseState("resp_1", request, "m").to_json()
+    validate(snapshot, "ResponseResource")  # the schema's efforts have no "minimal"
+    assert snapshot["reasoning"]["effort"] == "low"
+    assert "Reasoning: low" in prompt({"input": "x", "reasoning": {"effort": "minimal"}})
 
 
 def test_items_become_messages() -> None:

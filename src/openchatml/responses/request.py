@@ -590,6 +590,8 @@ def parse_request(body: Any) -> ResponseRequest:
     if reasoning is not None:
         reasoning = _obj(reasoning, "reasoning")
         effort = _enum(reasoning.get("effort"), "reasoning.effort", _EFFORTS)
+        if effort == "minimal":  # OpenAI's name; Open Responses' lowest non-zero effort is low
+            effort = "low"
         summary = _enum(reasoning.get("summary"), "reasoning.summary", _SUMMARIES)
     include = tuple(
         str(_enum(v, f"include[{i}]", _INCLUDES, optional=False))
