@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import replace
-from functools import lru_cache
 from typing import Any, Protocol
 
 from ..engines.base import EngineError
@@ -25,6 +24,7 @@ from ..templates.format import TemplateFormat
 from ..templates.parser import ParseOptions
 from ..templates.tokenize import Tokenizer, markers_of, prompt_ids
 from .errors import RequestError
+from .hf_tokens import HFVocabulary
 from .request import FunctionTool, ResponseRequest
 from .runner import Prepared, prepare
 from .stream import TokenParser, Vocabulary
@@ -66,25 +66,6 @@ class HarmonyDialect:
         return None
 
 
-class _HFVocabulary:
-    """A Hugging Face tokenizer's tokens as a :class:`~.stream.Vocabulary`."""
-
-    def __init__(self, tokenizer: Any, markers: Sequence[str]) -> None:
-        self._tokenizer = tokenizer
-        added = tokenizer.get_added_vocab()
-        self._control = frozenset(added[m] for m in markers if m in added)
-        self._bytes = lru_cache(maxsize=65536)(self._token_text)
-
-    def _token_text(self, token: int) -> bytes:
-        return str(self._tokenizer.decode([token])).encode("utf-8", "replace")
-
-    def token_bytes(self, token: int) -> bytes:
-        return self._bytes(token)
-
-    def is_text(self, token: int) -> bool:
-        return token not in self._control
-
-
 class TemplateDialect:
     """A model with its own chat template: prompts rendered by the template and encoded
     by the model's tokenizer (message text never becomes a marker), answers parsed by
@@ -92,7 +73,8 @@ class TemplateDialect:
 
     The request's ``reasoning.effort`` sets the template's thinking switch (found by
     analysis: ``enable_thinking``, ``reasoning_effort``, ``thinking_budget`` …): ``none``
-    and ``minimal`` switch thinking off, the other efforts on, at the nearest of the
+    switches thinking off, the other efforts on (a request's ``minimal`` is read as
+    ``low``), at the nearest of the
     template's levels where it has levels; without ``reasoning`` the template's default
     holds (see :func:`~..templates.prompt.thinking_variables`)."""
 
@@ -113,7 +95,7 @@ class TemplateDialect:
         added = tokenizer.get_added_vocab()
         ends = [added[m] for m in fmt.end_markers if m in added]
         self.stop_ids = tuple(dict.fromkeys([*stop_ids, *ends]))
-        self._vocabulary = _HFVocabulary(tokenizer, self.markers)
+        self._vocabulary = HFVocabulary(tokenizer, self.markers)
 
     @classmethod
     def of_engine(cls, engine: Any) -> TemplateDialect | None:

@@ -60,7 +60,9 @@ _LOWEST_LOGPROB: Final = -9999.0
 class TokenParser(Protocol):
     """Sampled ids → the core's parser events: the Harmony
     :class:`~openchatml.StreamParser`, or a chat-template model's
-    :class:`~openchatml.templates.decoding.TemplateTokenParser`."""
+    :class:`~openchatml.templates.decoding.TemplateTokenParser`. A parser whose
+    ``headers_are_text`` is false (default true) says that the text tokens read before a
+    message's start event are that message's body, for log probabilities."""
 
     messages: list[Message]
 
@@ -142,6 +144,7 @@ class ResponseStream:
         )
         self._encoding = encoding
         self._vocabulary = vocabulary
+        self._headers_are_text: bool = getattr(self._parser, "headers_are_text", True)
         self._seq = 0
         self._open: _Open | None = None
         self._sealer = sealer if state.request.wants_encrypted_reasoning else None
@@ -248,7 +251,9 @@ class ResponseStream:
                 else:
                     out.append(_ScoredText(event.index, [event.text], scores))
                 continue
-            if isinstance(event, MessageStarted | MessageDone):
+            if isinstance(event, MessageDone) or (
+                isinstance(event, MessageStarted) and self._headers_are_text
+            ):
                 self._pending = []  # header tokens, or body tokens that never made text
             out.append(event)
 

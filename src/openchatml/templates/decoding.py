@@ -79,6 +79,11 @@ class TemplateTokenParser:
     docstring). ``decode`` is the tokenizer's ``decode``; ``stop_ids`` the ids that end a
     turn; ``options`` those of the output parser (tools, prefix …)."""
 
+    headers_are_text = False
+    """A message begins at a marker (a control token) or at its own text: the text
+    tokens read before its start event are its body's (Harmony's header names are text
+    tokens that are not)."""
+
     def __init__(
         self,
         fmt: TemplateFormat,
