@@ -48,8 +48,18 @@ def _rows(value: Any, prefix: str = "") -> Iterator[tuple[str, str]]:
         name = f"{prefix}{key}"
         if isinstance(item, dict):
             yield from _rows(item, f"{name}.")
-        elif item not in ("", (), [], None, False) and not (key == "mode" and item in ("none", "plain")):
+        elif _shown(key, item, value):
             yield name, json.dumps(item, ensure_ascii=False) if not isinstance(item, str) else repr(item)
+
+
+def _shown(key: str, item: Any, parent: dict[str, Any]) -> bool:
+    """Whether a field says something: not empty, not a default mode; a thinking
+    switch's values shown whatever they are (``off: false``, ``off: 0``)."""
+    if key in ("on", "off") and parent.get("switch"):
+        return item is not None
+    if isinstance(item, bool):
+        return item
+    return item not in ("", (), [], None) and not (key == "mode" and item in ("none", "plain"))
 
 
 def format_table(fmt: TemplateFormat) -> str:

@@ -30,6 +30,12 @@ def test_analyze_prints_a_table_and_json() -> None:
     assert result.exit_code == 0, result.output
     table, _, rest = result.output.partition("\n\n")
     assert "reasoning.start" in table and "'<think>'" in table
+    rows = dict(line.split(None, 1) for line in table.splitlines())
+    assert (rows["reasoning.switch"], rows["reasoning.on"], rows["reasoning.off"]) == (
+        "'enable_thinking'",
+        "true",
+        "false",  # a switch's off value shows, though false
+    )
     fmt = json.loads(rest)
     assert fmt["tools"]["syntax"] == "json" and fmt["reasoning"]["end"] == "</think>"
     only = CliRunner().invoke(main, ["template", "analyze", "--json", QWEN3])
