@@ -472,8 +472,6 @@ def test_choice_errors() -> None:
         tool_call_grammar(fmt, [{"type": "web_search"}])
     with pytest.raises(UnsupportedTemplateError):
         tool_call_grammar(TemplateFormat(name="plain"), TOOLS)
-    with pytest.raises(UnsupportedTemplateError):
-        tool_call_grammar(TemplateFormat(name="gpt-oss", harmony=True, tools=FORMATS["hermes"].tools), TOOLS)
 
 
 # --------------------------------------------------------------------------- triggers and special tokens

@@ -82,7 +82,7 @@ from typing import Any, Final, Literal, TypeAlias
 from .errors import UnsupportedTemplateError
 from .format import CallIdPosition, ReasoningMode, TemplateFormat, ToolSyntax
 
-__all__ = ["ToolChoice", "ToolGrammar", "Trigger", "tool_call_grammar"]
+__all__ = ["ToolChoice", "ToolGrammar", "Trigger", "harmony_tool_call_grammar", "tool_call_grammar"]
 
 ToolChoice: TypeAlias = "str | Mapping[str, Any]"
 """``"auto"``, ``"required"``, ``{"type": "function", "name": N}`` (Responses) or
@@ -149,14 +149,16 @@ def tool_call_grammar(
     reasoning). ``special_tokens``: markers that are single special tokens of the model's
     tokenizer, with their ids (used by the Lark grammar and the triggers).
 
-    Raises :class:`UnsupportedTemplateError` when the format has no tool calls (or is
-    Harmony, which the core codec handles), ``ValueError`` for a ``tool_choice`` of
-    ``"none"``, one naming a tool that is not offered, or no function tools at all.
+    A Harmony format (gpt-oss) gets :func:`harmony_tool_call_grammar` (``prefix`` and
+    ``parallel`` do not apply: the prompt ends at ``<|start|>assistant``, and a Harmony
+    turn ends at its one call).
+
+    Raises :class:`UnsupportedTemplateError` when the format has no tool calls,
+    ``ValueError`` for a ``tool_choice`` of ``"none"``, one naming a tool that is not
+    offered, or no function tools at all.
     """
     if fmt.harmony:
-        raise UnsupportedTemplateError(
-            "Harmony formats call tools through the core codec, not a template grammar"
-        )
+        return harmony_tool_call_grammar(tools, tool_choice=tool_choice, special_tokens=special_tokens)
     if fmt.tools.syntax is ToolSyntax.NONE:
         raise UnsupportedTemplateError(f"format {fmt.name or '(unnamed)'} has no tool-call syntax")
     offered = _function_tools(tools)
@@ -178,6 +180,75 @@ def tool_call_grammar(
         lazy=lazy,
         tools=tuple(names),
         parallel=several,
+    )
+
+
+_HARMONY_SPECIALS: Final = {
+    "<|start|>": 200006,
+    "<|channel|>": 200005,
+    "<|message|>": 200008,
+    "<|constrain|>": 200003,
+    "<|end|>": 200007,
+    "<|return|>": 200002,
+    "<|call|>": 200012,
+}
+"""The Harmony markers' ids in o200k_harmony."""
+_RECIPIENT: Final = " to=functions."
+
+
+def harmony_tool_call_grammar(
+    tools: Sequence[Mapping[str, Any]],
+    *,
+    tool_choice: ToolChoice = "auto",
+    special_tokens: Mapping[str, int] | None = None,
+) -> ToolGrammar:
+    """The grammars that hold gpt-oss (Harmony) to calls of these tools, from the prompt's
+    ``<|start|>assistant`` on: any number of ``analysis`` messages and ``commentary``
+    preambles (each ended by ``<|end|><|start|>assistant``), then — under ``auto`` — a
+    ``final`` answer ending in ``<|return|>``, or a call: ``<|channel|>commentary
+    to=functions.NAME`` (or the recipient before the channel), optionally `` <|constrain|>json``
+    or `` json``, ``<|message|>``, the arguments as JSON conforming to the tool's schema,
+    ``<|call|>``. One call per turn (``parallel`` is false). ``special_tokens``: the
+    markers' ids (default: o200k_harmony's). The trigger, for lazy grammars, is
+    `` to=functions.`` (the grammar from it on: the name, the rest of the header, the
+    arguments). Raises ``ValueError`` as :func:`tool_call_grammar` does."""
+    offered = _function_tools(tools)
+    mode, names = _choice(tool_choice, offered)
+    specials = {**_HARMONY_SPECIALS, **(special_tokens or {})}
+    g = _Grammar()
+    thought = _seq(_Lit("<|channel|>analysis<|message|>"), _Text("<|end|>"), _Lit("<|start|>assistant"))
+    preamble = _seq(_Lit("<|channel|>commentary<|message|>"), _Text("<|end|>"), _Lit("<|start|>assistant"))
+    answer = _seq(_Lit("<|channel|>final<|message|>"), _Text("<|return|>"))
+    constrain = _opt(_alt(_Lit(" <|constrain|>json"), _Lit(" json")))
+    heads: list[_Expr] = []
+    rests: list[_Expr] = []
+    for name in names:
+        schema = offered[name]
+        arguments = _seq(_Lit("<|message|>"), _json_node(schema, schema), _Lit("<|call|>"))
+        # after the recipient: the channel (recipient first) and the constraint
+        rest = _seq(_Lit(name), _opt(_Lit("<|channel|>commentary")), constrain, arguments)
+        rests.append(g.rule("call", rest))
+        heads.append(
+            _alt(
+                _seq(_Lit(_RECIPIENT + name + "<|channel|>commentary"), constrain, arguments),
+                _seq(_Lit("<|channel|>commentary" + _RECIPIENT + name), constrain, arguments),
+            )
+        )
+    call = g.rule("call", _alt(*heads))
+    body = _alt(answer, call) if mode == "auto" else call
+    g.rules["start"] = _seq(_star(_alt(thought, preamble)), body)
+    g.rules["lazy_start"] = _alt(*rests)
+    gbnf_writer = _GbnfWriter(g)
+    ebnf = gbnf_writer.write("start")
+    lazy = mode == "auto"
+    return ToolGrammar(
+        lark=_LarkWriter(g, specials).write("start"),
+        gbnf=gbnf_writer.write("lazy_start") if lazy else ebnf,
+        ebnf=ebnf,
+        triggers=(Trigger(_RECIPIENT),),
+        lazy=lazy,
+        tools=tuple(names),
+        parallel=False,
     )
 
 
