@@ -14,7 +14,7 @@ import socket
 import threading
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 import httpx
@@ -23,7 +23,7 @@ import pytest
 import uvicorn
 
 from openchatml.engines.base import Chunk, Engine, EngineError, ModelInfo, SamplingParams, TokenLogprob
-from openchatml.engines.upstream import UpstreamEngine, UpstreamError
+from openchatml.engines.upstream import UpstreamEngine, UpstreamError, _moved_seed
 
 RETURN, CALL, END = 200002, 200012, 200007
 PROMPT = [200006, 1428, 200008, 13225, 200007, 200006, 173781]
@@ -87,6 +87,9 @@ class Stub:
 
     async def _complete(self, body: dict[str, Any], receive: Receive, send: Send, *, llama: bool) -> None:
         stub: dict[str, Any] = body.get("stub", {})
+        if llama and body.get("stream") is False and "status" not in stub:
+            await _json(send, 200, _llama_answer(body, stub))
+            return
         if "status" in stub:
             if "raw" in stub:
                 await _send_all(send, stub["status"], stub["raw"].encode(), b"text/plain")
@@ -238,33 +241,55 @@ def _vllm_events(body: dict[str, Any], stub: dict[str, Any]) -> Iterator[bytes]:
     yield b"NE]\n\n"
 
 
-def _llama_events(body: dict[str, Any], stub: dict[str, Any]) -> Iterator[bytes]:
-    """llama-server's /completion stream: one id per event in ``tokens``, then ``stop``."""
-    eog = {RETURN, CALL}
+def _llama_tokens(body: dict[str, Any], stub: dict[str, Any]) -> tuple[int, list[int], str]:
+    """What llama-server samples for ``body``: where in the script it starts (a prompt
+    that extends ``PROMPT`` by ``k`` ids resumes at the ``k``-th), its ids (to an
+    end-of-generation id or ``n_predict``) and its ``stop_type``."""
+    prompt = body["prompt"]
+    start = len(prompt) - len(PROMPT) if prompt[: len(PROMPT)] == PROMPT else 0
     limit = body.get("n_predict", -1)
+    tokens: list[int] = []
+    for token in [t for chunk in _script(stub) for t in chunk][start:]:
+        tokens.append(token)
+        if token in (RETURN, CALL):
+            return start, tokens, "eos"
+        if 0 <= limit <= len(tokens):
+            return start, tokens, "limit"
+    return start, tokens, "eos"
+
+
+def _llama_events(body: dict[str, Any], stub: dict[str, Any]) -> Iterator[bytes]:
+    """llama-server's /completion stream: one id per event in ``tokens``, then ``stop``.
+    The ids at the script positions in ``stub["drop"]`` are left out, as llama-server
+    leaves out tokens that end inside a UTF-8 character (``tokens_predicted`` counts them)."""
+    start, tokens, stop_type = _llama_tokens(body, stub)
     dropped = set(stub.get("drop", ()))
-    decoded = 0
-    stop_type = "eos"
-    for token in (t for chunk in _script(stub) for t in chunk):
-        decoded += 1
-        if decoded - 1 not in dropped:
-            event = {
-                "index": 0,
-                "content": "x",
-                "tokens": [token],
-                "stop": False,
-                "tokens_predicted": decoded,
-            }
-            if body.get("n_probs", 0) > 0 and not stub.get("no_probs"):
-                event["completion_probabilities"] = _llama_probabilities(token, body)
-            yield _sse(event)
-        if token in eog:
-            break
-        if 0 <= limit <= decoded:
-            stop_type = "limit"
-            break
-    final = {"index": 0, "content": "", "tokens": [], "stop": True, "tokens_predicted": decoded}
+    for decoded, token in enumerate(tokens, start=1):
+        if start + decoded - 1 in dropped:
+            continue
+        event = {"index": 0, "content": "x", "tokens": [token], "stop": False, "tokens_predicted": decoded}
+        if body.get("n_probs", 0) > 0 and not stub.get("no_probs"):
+            event["completion_probabilities"] = _llama_probabilities(token, body)
+        yield _sse(event)
+    final = {"index": 0, "content": "", "tokens": [], "stop": True, "tokens_predicted": len(tokens)}
     yield _sse(final | {"stop_type": stop_type, "model": "gguf"})
+
+
+def _llama_answer(body: dict[str, Any], stub: dict[str, Any]) -> dict[str, Any]:
+    """llama-server's non-streamed /completion answer: every id (``stub["replay"]``
+    ``"differs"`` changes the first)."""
+    _, tokens, stop_type = _llama_tokens(body, stub)
+    if stub.get("replay") == "differs":
+        tokens = [tokens[0] + 1, *tokens[1:]]
+    return {
+        "index": 0,
+        "content": "x" * len(tokens),
+        "tokens": tokens,
+        "stop": True,
+        "tokens_predicted": len(tokens),
+        "stop_type": stop_type,
+        "model": "gguf",
+    }
 
 
 async def _send_all(send: Send, status: int, body: bytes, content_type: bytes) -> None:
@@ -707,9 +732,70 @@ def test_llamacpp_max_tokens(upstream: Running, stub: Stub) -> None:
     assert stub.disconnects == 0
 
 
-def test_llamacpp_dropped_ids_are_an_error(upstream: Running, stub: Stub) -> None:
+def test_llamacpp_always_sends_a_seed(upstream: Running, stub: Stub) -> None:
     async def body(engine: UpstreamEngine) -> None:
-        await _collect(engine, _params(script=[[1, 2, 3, RETURN]], drop=[1]))
+        await _collect(engine, SamplingParams(temperature=1.0))
+        await _collect(engine, SamplingParams(temperature=1.0, seed=7))
 
-    with pytest.raises(EngineError, match="left 1 of 4 token id"):
+    _run(upstream.url + "/llama", body)
+    drawn, given = (seen.body["seed"] for seen in _completions(stub))
+    assert type(drawn) is int and 0 <= drawn < 0xFFFFFFFF
+    assert given == 7
+
+
+def test_llamacpp_dropped_ids_are_replayed(upstream: Running, stub: Stub) -> None:
+    """An id left out of the stream is asked again without streaming, then the stream
+    resumes after it (prompt and ids so far, the seed moved on)."""
+
+    async def body(engine: UpstreamEngine) -> list[list[int]]:
+        params = SamplingParams(temperature=1.0, seed=5, stop_token_ids=(RETURN, CALL))
+        return await _collect(
+            engine, replace(params, extra={"stub": {"script": [[1, 2, 3, 4, RETURN]], "drop": [1]}})
+        )
+
+    assert _run(upstream.url + "/llama", body) == [[1], [2, 3], [4], [RETURN]]
+    first, replay, resumed = (seen.body for seen in _completions(stub))
+    budget = 2048 - len(PROMPT)
+    assert (first["stream"], first["seed"], first["n_predict"]) == (True, 5, budget)
+    assert replay == {**first, "stream": False, "n_predict": 3}
+    assert resumed == {
+        **first,
+        "prompt": [*PROMPT, 1, 2, 3],
+        "seed": _moved_seed(5, 3),
+        "n_predict": budget - 3,
+    }
+    assert stub.disconnects == 0
+
+
+def test_llamacpp_dropped_ids_at_the_end(upstream: Running, stub: Stub) -> None:
+    async def body(engine: UpstreamEngine) -> list[list[int]]:
+        return await _collect(engine, replace(_params(script=[[1, 2, 3, 4, 5]], drop=[2, 3]), max_tokens=4))
+
+    assert _run(upstream.url + "/llama", body) == [[1], [2], [3, 4]]
+    assert [seen.body["stream"] for seen in _completions(stub)] == [True, False]
+
+
+def test_llamacpp_dropped_end_of_generation(upstream: Running, stub: Stub) -> None:
+    """The replay ends on an end-of-generation id: the generation is over, nothing resumes."""
+
+    async def body(engine: UpstreamEngine) -> list[list[int]]:
+        return await _collect(engine, _params(script=[[1, 2, CALL, 9]], drop=[1], delay=0.05))
+
+    assert _run(upstream.url + "/llama", body) == [[1], [2, CALL]]
+    assert [seen.body["stream"] for seen in _completions(stub)] == [True, False]
+
+
+def test_llamacpp_replay_that_differs_is_an_error(upstream: Running, stub: Stub) -> None:
+    async def body(engine: UpstreamEngine) -> None:
+        await _collect(engine, _params(script=[[1, 2, 3, RETURN]], drop=[1], replay="differs"))
+
+    with pytest.raises(EngineError, match=r"left 1 token id\(s\) out of its stream .*cannot be recovered"):
+        _run(upstream.url + "/llama", body)
+
+
+def test_llamacpp_dropped_ids_have_no_logprobs(upstream: Running, stub: Stub) -> None:
+    async def body(engine: UpstreamEngine) -> None:
+        await _collect(engine, replace(_params(script=[[1, 2, 3, RETURN]], drop=[1]), logprobs=1))
+
+    with pytest.raises(EngineError, match=r"left 1 token id\(s\) out of its stream.*no log probabilities"):
         _run(upstream.url + "/llama", body)

@@ -15,11 +15,23 @@ with orjson; from each event it takes only the sampled ids. Two wire dialects
     of which the ``k`` best are kept). vLLM reports the raw model distribution.
 ``llamacpp``
     llama-server's own ``POST /completion`` with ``return_tokens: true``; each event
-    carries ``tokens`` (the ids sampled since the last event) and ``stop``. Log
-    probabilities, best effort: ``n_probs`` (at least 1, as 0 turns them off); each
-    event's ``completion_probabilities`` (llama-server's format since late 2024:
-    ``{id, logprob, top_logprobs: [{id, logprob}]}``, a softmax of the raw logits) must
-    match its ``tokens`` one for one, or the stream is malformed.
+    carries ``tokens`` (the ids sampled since the last event), ``tokens_predicted`` and
+    ``stop``. The body sets llama.cpp's samplers to the raw distribution (``top_k`` 0,
+    ``min_p`` 0, no repeat penalty: its defaults cut it) and always a ``seed`` (one is
+    drawn when none is given). llama-server streams a token only once the text so far
+    ends on a whole UTF-8 character, so the id of a token that ends inside one never
+    reaches the stream, though ``tokens_predicted`` counts it; at such a gap the engine
+    asks again without streaming (same prompt, seed and sampling: the same ids, checked
+    against those already seen), fills the gap, and resumes with a new stream from there
+    (prompt and ids so far, the seed moved on: each replay covers only the ids since the
+    last gap). Its stop ids are its end-of-generation ids (gpt-oss: ``<|return|>``,
+    ``<|call|>``); others are enforced here. The context is a slot's (``/v1/models``
+    ``meta.n_ctx``, else ``/props``). Log probabilities, best effort: ``n_probs`` (at
+    least 1, as 0 turns them off); each event's ``completion_probabilities``
+    (``{id, logprob, top_logprobs: [{id, logprob}]}``, a softmax of the raw logits) must
+    match its ``tokens`` one for one, or the stream is malformed; llama-server reports
+    none for the ids it leaves out, so with log probabilities asked for a gap is an
+    error.
 
 Stop ids and ``max_tokens`` are sent upstream and enforced here too, so a server that
 ignores either still ends the stream after the stop id. When the consumer closes the
@@ -31,7 +43,9 @@ connections to vLLM's server after a burst of streams stalled new streams for se
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+import contextlib
+import secrets
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Sequence
 from typing import Any, Final, Literal, cast
 
 import httpx
@@ -48,6 +62,11 @@ _TOKEN_ID: Final = "token_id:"
 
 _Scores = list[TokenLogprob] | None
 """The log probabilities of an event's ids; ``None`` when none were asked for."""
+_Event = tuple[list[int], _Scores, bool]
+"""One upstream event: its new ids, their log probabilities, whether it ends the generation."""
+_JSON: Final = {"Content-Type": "application/json"}
+_SEEDS: Final = 0xFFFFFFFF
+"""llama.cpp's seeds are below this (itself means "draw one")."""
 
 
 class UpstreamError(EngineError):
@@ -170,7 +189,9 @@ class UpstreamEngine:
             chosen: Flavor = cast(Flavor, flavor) if flavor != "auto" else _detect_flavor(entry)
             context = _context_length(entry)
             if chosen == "llamacpp":
-                context = await _llamacpp_context(client, request_timeout) or context
+                context = _positive(_meta(entry).get("n_ctx")) or (
+                    await _llamacpp_context(client, request_timeout) or context
+                )
         except BaseException:
             await client.aclose()
             raise
@@ -192,8 +213,10 @@ class UpstreamEngine:
         ``params.logprobs`` is set), ending after a stop id (which is yielded) or
         ``params.max_tokens`` ids. Raises :class:`UpstreamError`."""
         if self._flavor == "llamacpp":
-            return self._stream("/completion", self._llamacpp_body(prompt, params), params, llamacpp=True)
-        return self._stream("/v1/completions", self._vllm_body(prompt, params), params, llamacpp=False)
+            source = self._llamacpp_source(prompt, self._llamacpp_body(prompt, params), params.logprobs)
+        else:
+            source = self._vllm_source(self._vllm_body(prompt, params), params.logprobs)
+        return self._stream(source, params)
 
     async def aclose(self) -> None:
         """Close the pooled HTTP client (if this engine opened it)."""
@@ -257,8 +280,9 @@ class UpstreamEngine:
             "frequency_penalty": params.frequency_penalty,
             "cache_prompt": True,
         }
-        if params.seed is not None:
-            body["seed"] = params.seed
+        # always a seed, so that a replay samples the same ids (see _llamacpp_source)
+        seed = params.seed if params.seed is not None else secrets.randbelow(_SEEDS)
+        body["seed"] = seed % _SEEDS
         if params.logprobs is not None:
             body["n_probs"] = max(params.logprobs, 1)
             body["post_sampling_probs"] = False
@@ -267,22 +291,54 @@ class UpstreamEngine:
 
     # --- the stream ----------------------------------------------------------------
 
-    async def _stream(
-        self, path: str, body: dict[str, Any], params: SamplingParams, *, llamacpp: bool
-    ) -> AsyncIterator[Chunk]:
-        url = self._base + path
-        parse = _llamacpp_event if llamacpp else _vllm_event
-        top = params.logprobs
+    async def _stream(self, source: AsyncGenerator[_Event], params: SamplingParams) -> AsyncIterator[Chunk]:
+        """Chunks of the ids ``source`` reports, cut after the first stop id or at
+        ``params.max_tokens``. The last chunk is held until the upstream stream is closed."""
         stops = frozenset(params.stop_token_ids)
         limit = params.max_tokens
         count = 0
-        truncated = False
         held: Chunk | None = None
         ended = False
-        cut = False
-        request = self._client.build_request(
-            "POST", path, content=orjson.dumps(body), headers={"Content-Type": "application/json"}
-        )
+        async with contextlib.aclosing(source):
+            async for ids, scores, done in source:
+                if ended:
+                    continue  # read the stream to its end
+                if held is not None:
+                    if done:
+                        ended = True
+                    elif ids:
+                        break  # the upstream goes on past our stop: close it
+                    continue
+                if not ids:
+                    ended = done
+                    continue
+                hit = False
+                end = len(ids)
+                if stops and not stops.isdisjoint(ids):
+                    end = next(i for i, t in enumerate(ids) if t in stops) + 1
+                    hit = True
+                if limit is not None and count + end >= limit:
+                    end = limit - count
+                    hit = True
+                chunk = Chunk(tuple(ids[:end]), None if scores is None else tuple(scores[:end]))
+                count += len(chunk)
+                if hit or done:
+                    held = chunk
+                    ended = done
+                    continue
+                yield chunk
+        if held is None and not ended:
+            url = self._base + ("/completion" if self._flavor == "llamacpp" else "/v1/completions")
+            raise UpstreamError(f"upstream {url} closed the stream before the generation ended", url=url)
+        if held:
+            yield held
+
+    @contextlib.asynccontextmanager
+    async def _open(self, path: str, body: dict[str, Any]) -> AsyncIterator[httpx.Response]:
+        """POST ``body`` to ``path`` and hand over the streamed response (2xx only); the
+        response is closed at exit, which drops the connection and so cancels the request."""
+        url = self._base + path
+        request = self._client.build_request("POST", path, content=orjson.dumps(body), headers=_JSON)
         try:
             response = await self._client.send(request, stream=True)
         except httpx.HTTPError as exc:
@@ -295,69 +351,143 @@ class UpstreamEngine:
                     status=response.status_code,
                     url=url,
                 )
-            pending = b""
-            async for data in response.aiter_bytes():
-                if pending:
-                    data = pending + data
-                lines = data.split(b"\n")
-                pending = lines.pop()
-                for line in lines:
-                    if not line.startswith(b"data:"):
-                        if line.startswith(b"error:"):
-                            raise UpstreamError(
-                                f"upstream {url} reported an error: {_body_message(line[6:])}", url=url
-                            )
-                        continue
-                    if ended:
-                        continue
-                    ids, scores, done = parse(line[5:], url, None if truncated else count, top)
-                    if held is not None:
-                        if done:
-                            ended = True
-                        elif ids:
-                            cut = True
-                            break
-                        continue
-                    if not ids:
-                        ended = done
-                        continue
-                    hit = False
-                    end = len(ids)
-                    if stops and not stops.isdisjoint(ids):
-                        end = next(i for i, t in enumerate(ids) if t in stops) + 1
-                        truncated = end < len(ids)
-                        hit = True
-                    if limit is not None and count + end >= limit:
-                        truncated = truncated or count + end > limit
-                        end = limit - count
-                        hit = True
-                    chunk = Chunk(tuple(ids[:end]), None if scores is None else tuple(scores[:end]))
-                    count += len(chunk)
-                    if hit or done:
-                        held = chunk
-                        ended = done
-                        continue
-                    yield chunk
-                if cut:
-                    break
-            if not cut:
-                if pending.strip():
-                    raise _malformed(url, "unterminated line at the end of the stream", pending)
-                if held is None and not ended:
-                    raise UpstreamError(
-                        f"upstream {url} closed the stream before the generation ended", url=url
-                    )
+            yield response
         except httpx.HTTPError as exc:
             raise UpstreamError(f"upstream {url} stream failed: {exc!r}", url=url) from exc
         finally:
             await response.aclose()
-        if held:
-            yield held
+
+    async def _vllm_source(self, body: dict[str, Any], top: int | None) -> AsyncGenerator[_Event]:
+        url = self._base + "/v1/completions"
+        async with self._open("/v1/completions", body) as response:
+            async for payload in _data_payloads(response, url):
+                yield _vllm_event(payload, url, top)
+
+    async def _llamacpp_source(
+        self, prompt: Sequence[int], body: dict[str, Any], top: int | None
+    ) -> AsyncGenerator[_Event]:
+        """llama-server's events, with the ids it leaves out of its stream filled in.
+
+        llama-server streams a token only once the text so far ends on a whole UTF-8
+        character: the id of a token that ends inside one never reaches the stream (its
+        non-streamed answer has every id), and the event that completes the character
+        carries its own id alone, with a ``tokens_predicted`` that counts both. At such
+        an event this closes the stream and asks llama-server for the same request again
+        without streaming, up to that event (same prompt, seed and sampling: the same
+        ids), checks that the answer agrees with every id already seen, yields the
+        missing ones, and goes on with a new stream from there (prompt and ids so far,
+        the seed moved on), so that each replay covers only the ids since the last one.
+        No probabilities come back for those ids, streamed or not: with ``top`` set, a
+        gap is an :class:`UpstreamError`.
+        """
+        url = self._base + "/completion"
+        budget: int = body["n_predict"]
+        seed: int = body["seed"]
+        known: list[int] = []  # every id of this generation so far
+        while True:
+            origin = len(known)
+            request = body
+            if origin:
+                request = {**body, "prompt": [*prompt, *known], "seed": _moved_seed(seed, origin)}
+                request["n_predict"] = -1 if budget < 0 else budget - origin
+            gap: tuple[list[int], bool, int] | None = None
+            async with self._open("/completion", request) as response:
+                async for payload in _data_payloads(response, url):
+                    ids, scores, done, predicted = _llamacpp_event(payload, url, top)
+                    seen = len(known) - origin
+                    if predicted is not None and predicted > seen + len(ids):
+                        gap = ids, done, predicted
+                        break
+                    known.extend(ids)
+                    yield ids, scores, done
+                    if done:
+                        return
+            if gap is None:
+                return  # the stream ended without a stop event: _stream says so
+            ids, done, predicted = gap
+            missing = predicted - (len(known) - origin) - len(ids)
+            if top is not None:
+                raise UpstreamError(
+                    f"upstream {url} left {missing} token id(s) out of its stream, and llama-server "
+                    "reports no log probabilities for them (tokens that end inside a UTF-8 character)",
+                    url=url,
+                )
+            filled, ended = await self._llamacpp_replay(request, known[origin:], ids, predicted)
+            known.extend(filled)
+            known.extend(ids)
+            if done or ended or 0 <= budget <= len(known):
+                yield [*filled, *ids], None, True
+                return
+            yield [*filled, *ids], None, False
+
+    async def _llamacpp_replay(
+        self, request: dict[str, Any], seen: list[int], last: list[int], predicted: int
+    ) -> tuple[list[int], bool]:
+        """The ids ``request`` sampled between ``seen`` and ``last`` (its first
+        ``predicted`` ids, asked again without streaming), and whether the generation ended
+        there on an end-of-generation id. Raises :class:`UpstreamError` when the answer
+        does not agree with the ids already seen."""
+        url = self._base + "/completion"
+        answer = await self._post_json("/completion", {**request, "stream": False, "n_predict": predicted})
+        tokens = cast(list[int], answer.get("tokens") if isinstance(answer, dict) else None)
+        if (
+            not _is_id_list(tokens)
+            or len(tokens) != predicted
+            or tokens[: len(seen)] != seen
+            or tokens[predicted - len(last) :] != last
+        ):
+            raise UpstreamError(
+                f"upstream {url} left {predicted - len(seen) - len(last)} token id(s) out of its stream "
+                "(tokens that end inside a UTF-8 character) and asked again without streaming, it "
+                "sampled other ids: the ids cannot be recovered",
+                url=url,
+            )
+        ended = answer.get("stop_type") == "eos"
+        return tokens[len(seen) : predicted - len(last)], ended
+
+    async def _post_json(self, path: str, body: dict[str, Any]) -> Any:
+        url = self._base + path
+        try:
+            response = await self._client.post(path, content=orjson.dumps(body), headers=_JSON)
+        except httpx.HTTPError as exc:
+            raise UpstreamError(f"cannot reach upstream {url}: {exc!r}", url=url) from exc
+        if response.status_code >= 400:
+            raise UpstreamError(
+                f"upstream {url} answered {response.status_code}: {_body_message(response.content)}",
+                status=response.status_code,
+                url=url,
+            )
+        try:
+            return orjson.loads(response.content)
+        except orjson.JSONDecodeError:
+            raise _malformed(url, "the answer is not JSON", response.content) from None
 
 
-def _vllm_event(
-    payload: bytes, url: str, count: int | None, top: int | None
-) -> tuple[list[int], _Scores, bool]:
+async def _data_payloads(response: httpx.Response, url: str) -> AsyncIterator[bytes]:
+    """The payloads of a server-sent event stream's ``data:`` lines (comments and other
+    fields skipped); an ``error:`` line is an :class:`UpstreamError`, and so is a last
+    line left unterminated."""
+    pending = b""
+    async for data in response.aiter_bytes():
+        if pending:
+            data = pending + data
+        lines = data.split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            if line.startswith(b"data:"):
+                yield line[5:]
+            elif line.startswith(b"error:"):
+                raise UpstreamError(f"upstream {url} reported an error: {_body_message(line[6:])}", url=url)
+    if pending.strip():
+        raise _malformed(url, "unterminated line at the end of the stream", pending)
+
+
+def _moved_seed(seed: int, position: int) -> int:
+    """The seed of a stream resumed after ``position`` ids: another, fixed by both."""
+    return (seed + position * 0x9E3779B1) % _SEEDS
+
+
+def _vllm_event(payload: bytes, url: str, top: int | None) -> _Event:
     """The ids in one vLLM ``data:`` payload, their log probabilities (with ``top``
     alternatives each; ``None`` when ``top`` is) and whether it ends the generation."""
     try:
@@ -445,13 +575,11 @@ def _llamacpp_scores(entries: Any, ids: list[int], top: int, url: str, payload: 
         ) from None
 
 
-def _llamacpp_event(
-    payload: bytes, url: str, count: int | None, top: int | None
-) -> tuple[list[int], _Scores, bool]:
+def _llamacpp_event(payload: bytes, url: str, top: int | None) -> tuple[list[int], _Scores, bool, int | None]:
     """The ids in one llama-server ``data:`` payload, their log probabilities (with
-    ``top`` alternatives each; ``None`` when ``top`` is) and whether it ends the
-    generation. ``count``: the ids received so far when none was cut, checked against
-    its own count."""
+    ``top`` alternatives each; ``None`` when ``top`` is), whether it ends the generation,
+    and its ``tokens_predicted`` (the ids sampled so far, those left out of the stream
+    included; ``None`` where the server does not say)."""
     try:
         event = orjson.loads(payload)
     except orjson.JSONDecodeError:
@@ -459,23 +587,19 @@ def _llamacpp_event(
     _raise_error_event(event, url)
     if type(event) is not dict:
         raise _malformed(url, "data is not a JSON object", payload)
-    if event.get("stop") is True:
-        predicted = event.get("tokens_predicted")
-        if count is not None and type(predicted) is int and predicted > count:
-            raise UpstreamError(
-                f"upstream {url} left {predicted - count} of {predicted} token id(s) out of its stream "
-                "(llama.cpp does not stream the id of a token that ends inside a UTF-8 character)",
-                url=url,
-            )
-        return [], None if top is None else [], True
+    predicted = event.get("tokens_predicted")
+    if type(predicted) is not int:
+        predicted = None
+    if event.get("stop") is True:  # streamed, the last event repeats no ids
+        return [], None if top is None else [], True, predicted
     ids = event.get("tokens")
     if not _is_id_list(ids):
         raise _malformed(url, "no 'tokens' list (llama.cpp needs return_tokens)", payload)
     ids = cast(list[int], ids)
     if top is None:
-        return ids, None, False
+        return ids, None, False, predicted
     scores = _llamacpp_scores(event.get("completion_probabilities"), ids, top, url, payload) if ids else []
-    return ids, scores, False
+    return ids, scores, False, predicted
 
 
 def _raise_error_event(event: object, url: str) -> None:
@@ -525,16 +649,19 @@ def _detect_flavor(entry: dict[str, Any]) -> Flavor:
     return "vllm"
 
 
-def _context_length(entry: dict[str, Any]) -> int | None:
-    value = entry.get("max_model_len")
-    if type(value) is int and value > 0:
-        return value
+def _positive(value: object) -> int | None:
+    return value if type(value) is int and value > 0 else None
+
+
+def _meta(entry: dict[str, Any]) -> dict[str, Any]:
     meta = entry.get("meta")
-    if isinstance(meta, dict):
-        value = meta.get("n_ctx_train")
-        if type(value) is int and value > 0:
-            return value
-    return None
+    return meta if isinstance(meta, dict) else {}
+
+
+def _context_length(entry: dict[str, Any]) -> int | None:
+    """vLLM's ``max_model_len``, else llama-server's ``meta.n_ctx_train`` (the model's
+    window; a slot's own, ``meta.n_ctx``, is asked for apart)."""
+    return _positive(entry.get("max_model_len")) or _positive(_meta(entry).get("n_ctx_train"))
 
 
 async def _llamacpp_context(client: httpx.AsyncClient, timeout: float) -> int | None:
