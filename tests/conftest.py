@@ -16,6 +16,7 @@ from openchatml.encoding import export_o200k_base
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import llamacpp_harness
 import vllm_harness
 
 settings.register_profile(
@@ -59,10 +60,28 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[vllm_harne
     yield from vllm_harness.serving_for_tests(ensure_tiny_model(), tmp_path_factory)
 
 
+@pytest.fixture(scope="session")
+def llamacpp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[llamacpp_harness.LlamaServer]:
+    """llama.cpp's llama-server serving the tiny gpt-oss (as GGUF), started once per session."""
+    if llamacpp_harness.MODE == "0":
+        pytest.skip("real-llama.cpp tests are off (OPENCHATML_TEST_LLAMACPP=0)")
+    yield from llamacpp_harness.serving_for_tests(tmp_path_factory)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "vllm: needs a real vLLM (CPU) server, started once per session")
+    config.addinivalue_line(
+        "markers",
+        "llamacpp: needs a real llama.cpp llama-server (built from source once), started once per session",
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Tests that need vLLM run last, so its server is up only at the end of the session."""
-    items.sort(key=lambda item: item.get_closest_marker("vllm") is not None)
+    """Tests that need llama.cpp, then those that need vLLM, run last, so their servers
+    are up only at the end of the session."""
+    items.sort(
+        key=lambda item: (
+            item.get_closest_marker("vllm") is not None,
+            item.get_closest_marker("llamacpp") is not None,
+        )
+    )

@@ -1,12 +1,13 @@
 """The server over real engines, started as a user starts it: ``openchatml serve``.
 
-The same tests run against the in-process transformers engine and against a real vLLM
-(CPU) through ``--upstream``, both serving the tiny random-weight gpt-oss. A random
-model samples random tokens, so the tests assert what must hold whatever it says: every
-body and event valid against the schema, usage counted from the real tokens, greedy
-decoding repeatable, chains, background runs, cancellation and disconnects stopping the
-engine, and (over vLLM) output items equal to what vLLM's own ``/v1/completions``
-samples for the same prompt, translated offline.
+The same tests run against the in-process transformers engine and, through
+``--upstream``, against a real vLLM (CPU) and a real llama.cpp ``llama-server`` (built
+from source, the model converted to GGUF), all serving the tiny random-weight gpt-oss. A
+random model samples random tokens, so the tests assert what must hold whatever it says:
+every body and event valid against the schema, usage counted from the real tokens,
+greedy decoding repeatable, chains, background runs, cancellation and disconnects
+stopping the engine, and (over vLLM and llama.cpp) output items equal to what the
+upstream's own completion endpoint samples for the same prompt, translated offline.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 import json
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -33,15 +34,24 @@ from openchatml.responses.stream import ResponseStream
 
 MODEL = "tiny-gpt-oss"
 TERMINAL = ("completed", "incomplete", "failed", "cancelled")
+UPSTREAM_RUNNING = {"vllm": "vllm:num_requests_running", "llamacpp": "llamacpp:requests_processing"}
+"""Each upstream's Prometheus gauge of the requests it is generating for."""
 
 
-@pytest.fixture(scope="module", params=["transformers", pytest.param("vllm", marks=pytest.mark.vllm)])
+@pytest.fixture(
+    scope="module",
+    params=[
+        "transformers",
+        pytest.param("vllm", marks=pytest.mark.vllm),
+        pytest.param("llamacpp", marks=pytest.mark.llamacpp),
+    ],
+)
 def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliServer]:
-    """``openchatml serve`` over the tiny model: in process, or through a real vLLM."""
+    """``openchatml serve`` over the tiny model: in process, or through a real vLLM or llama.cpp."""
     home = tmp_path_factory.mktemp(f"serve-{request.param}")
     upstream = None
-    if request.param == "vllm":
-        upstream = request.getfixturevalue("vllm_server").base_url
+    if request.param in UPSTREAM_RUNNING:
+        upstream = request.getfixturevalue(f"{request.param}_server").base_url
         args = ["--upstream", upstream]
     else:
         args = ["--model", str(ensure_tiny_model()), "--device", "cpu"]
@@ -67,6 +77,13 @@ def settle(url: str, metric: str, seconds: float = 20.0) -> float:
     return value
 
 
+def upstream_settles(server: CliServer) -> None:
+    """The upstream engine (if any) soon generates for no request."""
+    if server.upstream:
+        metric = UPSTREAM_RUNNING[server.engine]
+        assert settle(server.upstream, metric) == 0, f"{server.engine} still generating"
+
+
 def without_ids(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Output items with their fresh ids (item ids, call ids) removed."""
     return [{k: v for k, v in item.items() if k not in ("id", "call_id")} for item in output]
@@ -75,7 +92,7 @@ def without_ids(output: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def test_serve_prints_what_it_serves(server: CliServer) -> None:
     line = next(line for line in server.log().splitlines() if line.startswith("openchatml serving"))
     assert f"http://127.0.0.1:{server.port}/v1/responses" in line
-    assert "store: " in line and ("vllm" in line if server.engine == "vllm" else "transformers" in line)
+    assert "store: " in line and (server.engine if server.upstream else "transformers") in line
     with server.http() as http:
         models = http.get("/v1/models").json()
     validate_model = models["data"][0]
@@ -213,8 +230,7 @@ def test_background_poll_and_cancel(server: CliServer) -> None:
         break
     assert cancelled == 1
     assert settle(server.url, "openchatml_responses_running") == 0
-    if server.upstream:
-        assert settle(server.upstream, "vllm:num_requests_running") == 0
+    upstream_settles(server)
 
 
 def test_client_disconnect_stops_generation(server: CliServer) -> None:
@@ -236,8 +252,7 @@ def test_client_disconnect_stops_generation(server: CliServer) -> None:
         assert settle(server.url, "openchatml_responses_running") == 0, (
             "generation went on after the client left"
         )
-        if server.upstream:
-            assert settle(server.upstream, "vllm:num_requests_running") == 0
+        upstream_settles(server)
         stored = server.client().responses.retrieve(first["response"]["id"])
         assert stored.status == "cancelled"
         assert 0 < stored.usage.output_tokens < 3000
@@ -266,9 +281,14 @@ def test_websocket_turns(server: CliServer) -> None:
             previous = events[-1]["response"]["id"]
 
 
-@pytest.mark.parametrize("server", [pytest.param("vllm", marks=pytest.mark.vllm)], indirect=True)
-def test_output_equals_what_vllm_samples(server: CliServer) -> None:
-    """Our response over vLLM == vLLM's /v1/completions ids for the same prompt, translated here."""
+Sampler = Callable[[httpx.Client, Any], tuple[list[int], bool]]
+"""Asks the upstream itself for a greedy completion of a prepared prompt: its ids, and
+whether it ended on a stop id (else on the token limit)."""
+
+
+def assert_output_is_what_upstream_samples(server: CliServer, sample: Sampler) -> None:
+    """Our greedy responses over ``server.upstream`` == the items its own completion ids
+    for the same prompt (``sample``) translate to here, with the same usage and status."""
     assert server.upstream is not None
     for text, tools in (("Hello", []), ("Weather in Paris?", [WEATHER_TOOL])):
         body = {"model": MODEL, "input": text, "tools": tools, "max_output_tokens": 40, "temperature": 0}
@@ -277,28 +297,57 @@ def test_output_equals_what_vllm_samples(server: CliServer) -> None:
         prepared = prepare(request, build_conversation(request, request.input), context_length=4096)
         with httpx.Client(base_url=server.upstream, timeout=120) as http:
             model = http.get("/v1/models").json()["data"][0]["id"]
-            sampled = http.post(
-                "/v1/completions",
-                json={
-                    "model": model,
-                    "prompt": prepared.prompt,
-                    "max_tokens": 40,
-                    "temperature": 0,
-                    "stop_token_ids": list(prepared.params.stop_token_ids),
-                    "skip_special_tokens": False,
-                    "return_token_ids": True,
-                },
-            ).json()["choices"][0]
+            ids, stopped = sample(http, prepared)
         stream = ResponseStream(ResponseState("resp_x", request, model), prompt_tokens=len(prepared.prompt))
         stream.begin()
-        stream.feed(sampled["token_ids"])
-        expected = stream.finish("stop" if sampled["finish_reason"] == "stop" else "length")[-1]["response"]
+        stream.feed(ids)
+        expected = stream.finish("stop" if stopped else "length")[-1]["response"]
         assert ours.usage.input_tokens == len(prepared.prompt)
-        assert ours.usage.output_tokens == len(sampled["token_ids"])
+        assert ours.usage.output_tokens == len(ids)
         assert without_ids([o.model_dump(exclude_none=True) for o in ours.output]) == without_ids(
             [{k: v for k, v in o.items() if v is not None} for o in expected["output"]]
         )
         assert ours.status == expected["status"]
+
+
+@pytest.mark.parametrize("server", [pytest.param("vllm", marks=pytest.mark.vllm)], indirect=True)
+def test_output_equals_what_vllm_samples(server: CliServer) -> None:
+    """Our response over vLLM == vLLM's /v1/completions ids for the same prompt, translated here."""
+
+    def sample(http: httpx.Client, prepared: Any) -> tuple[list[int], bool]:
+        model = http.get("/v1/models").json()["data"][0]["id"]
+        sampled = http.post(
+            "/v1/completions",
+            json={
+                "model": model,
+                "prompt": prepared.prompt,
+                "max_tokens": 40,
+                "temperature": 0,
+                "stop_token_ids": list(prepared.params.stop_token_ids),
+                "skip_special_tokens": False,
+                "return_token_ids": True,
+            },
+        ).json()["choices"][0]
+        return sampled["token_ids"], sampled["finish_reason"] == "stop"
+
+    assert_output_is_what_upstream_samples(server, sample)
+
+
+@pytest.mark.parametrize("server", [pytest.param("llamacpp", marks=pytest.mark.llamacpp)], indirect=True)
+def test_output_equals_what_llamacpp_samples(server: CliServer) -> None:
+    """Our response over llama.cpp == llama-server's own non-streamed /completion ids for
+    the same prompt (it ends a turn on its end-of-generation ids, gpt-oss's stop ids),
+    translated here."""
+
+    def sample(http: httpx.Client, prepared: Any) -> tuple[list[int], bool]:
+        answer = http.post(
+            "/completion",
+            json={"prompt": prepared.prompt, "n_predict": 40, "temperature": 0, "return_tokens": True},
+        ).json()
+        assert answer["tokens_predicted"] == len(answer["tokens"])
+        return answer["tokens"], answer["stop_type"] == "eos"
+
+    assert_output_is_what_upstream_samples(server, sample)
 
 
 def test_clean_shutdown_keeps_state(server: CliServer) -> None:
