@@ -235,7 +235,9 @@ def test_background_poll_and_cancel(server: CliServer) -> None:
 
 def test_client_disconnect_stops_generation(server: CliServer) -> None:
     body = {"model": MODEL, "input": "Go on forever.", "stream": True, "max_output_tokens": 3000}
-    # greedy, the tiny model writes final answers forever; sampled, it may end its turn first
+    # greedy, the tiny model writes final answers forever; sampled, it may end its turn
+    # first. The client leaves at its first event: a fast upstream (vLLM samples the tiny
+    # model at thousands of tokens a second) must still be stopped short of the limit.
     for sampling in [{"temperature": 0}, *({"seed": seed} for seed in range(8))]:
         with (
             httpx.Client(base_url=server.url, timeout=60) as http,
@@ -243,21 +245,17 @@ def test_client_disconnect_stops_generation(server: CliServer) -> None:
         ):
             lines = reply.iter_lines()
             first = json.loads(next(line for line in lines if line.startswith("data: "))[len("data: ") :])
-            time.sleep(0.2)
-            during = running_count(server.url, "openchatml_responses_running")
-        stored = server.client().responses.retrieve(first["response"]["id"])
-        if during == 0:
-            assert stored.status == "completed"
-            continue
         assert settle(server.url, "openchatml_responses_running") == 0, (
             "generation went on after the client left"
         )
         upstream_settles(server)
         stored = server.client().responses.retrieve(first["response"]["id"])
-        assert stored.status == "cancelled"
-        assert 0 < stored.usage.output_tokens < 3000
+        if stored.status == "completed":  # the turn ended before the server heard the client go
+            continue
+        assert stored.status == "cancelled", stored.status
+        assert stored.usage.output_tokens < 3000
         return
-    pytest.fail("every try ended its turn within 0.2 s")
+    pytest.fail("every try ended its turn before the client left")
 
 
 def test_websocket_turns(server: CliServer) -> None:
