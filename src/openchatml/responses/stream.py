@@ -271,7 +271,7 @@ class ResponseStream:
 
     def _translate(self, events: Iterable[object]) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        pending = list(events)
+        pending = events if isinstance(events, list) else list(events)
         if self._due is not None:  # nothing moves on until the summary is written
             self._held += pending
             return out
