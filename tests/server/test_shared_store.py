@@ -59,10 +59,12 @@ def test_other_server_streams_a_background_response_live(serve: Any, shared: Any
         url = f"/v1/responses/{created['id']}"
         from_b = sse_events(http_b.get(url, params={"stream": "true"}, timeout=30).text)
         tail_b = sse_events(http_b.get(url, params={"stream": "true", "starting_after": 5}, timeout=30).text)
+        past = http_b.get(url, params={"stream": "true", "starting_after": 10_000}, timeout=30).text
         from_a = sse_events(http_a.get(url, params={"stream": "true"}, timeout=30).text)
     check_stream(from_b)
     assert from_b == from_a  # the same events, numbered alike, whichever server streams
     assert tail_b == from_b[6:]
+    assert sse_events(past) == []  # a cursor past the end: nothing more, not a made-up end
     assert from_b[-1]["type"] == "response.completed"
     assert from_b[-1]["response"]["output"][-1]["content"][0]["text"] == "Hello there!"
     # it streamed while it ran: B was not waiting for a finished snapshot

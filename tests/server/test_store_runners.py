@@ -123,6 +123,9 @@ def test_events_cancel_requests_and_notices_between_stores(open_store: Any) -> N
         assert await b.events_after("resp_1", "owner", 2) == events[3:]
         assert await b.events_after("resp_1", "owner", 1, limit=2) == events[2:4]
         assert await b.events_after("resp_1", "someone else", -1) == []
+        assert await b.last_event("resp_1", "owner") == events[-1]
+        assert await b.last_event("resp_1", "someone else") is None
+        assert await b.last_event("resp_2", "owner") is None
         assert await a.stop_requests(["resp_1", "resp_2"]) == {}
         assert not await b.request_cancel("resp_1", "someone else")
         assert await b.request_cancel("resp_1", "owner")

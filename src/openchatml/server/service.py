@@ -449,8 +449,12 @@ class ResponseService:
                 if record.status in TERMINAL:
                     if await store.events_after(response_id, owner, last, limit=1):
                         continue
+                    stored = await store.last_event(response_id, owner)
+                    if stored is not None and stored["type"] in _FINAL_EVENTS:
+                        return  # the cursor is at or past the stored end
                     kind = _FINAL_EVENT_OF.get(record.status, "response.incomplete")
-                    yield {"type": kind, "sequence_number": last + 1, "response": record.response}
+                    end = max(last, -1 if stored is None else int(stored["sequence_number"])) + 1
+                    yield {"type": kind, "sequence_number": end, "response": record.response}
                     return
                 await self._wait(wake)
 

@@ -127,6 +127,10 @@ class Store(Protocol):
         """Up to ``limit`` stored events of ``owner``'s response numbered above ``after``."""
         ...
 
+    async def last_event(self, response_id: str, owner: str) -> dict[str, Any] | None:
+        """The stored event of ``owner``'s response with the highest sequence number."""
+        ...
+
     async def request_cancel(self, response_id: str, owner: str) -> bool:
         """Ask the server running ``owner``'s unfinished response to cancel it; ``False``
         when no such response is unfinished."""

@@ -257,6 +257,20 @@ class SQLStore:
 
         return await self._run(read)
 
+    async def last_event(self, response_id: str, owner: str) -> dict[str, Any] | None:
+        """The stored event of ``owner``'s response with the highest sequence number."""
+
+        def read(conn: Connection) -> dict[str, Any] | None:
+            row = self._x(
+                conn,
+                "SELECT e.body FROM events e JOIN responses r ON r.id = e.response_id "
+                "WHERE e.response_id = ? AND r.owner = ? ORDER BY e.sequence DESC LIMIT 1",
+                (response_id, owner),
+            ).fetchone()
+            return None if row is None else orjson.loads(row[0])
+
+        return await self._run(read)
+
     async def request_cancel(self, response_id: str, owner: str) -> bool:
         """Ask whichever server runs ``owner``'s unfinished response to cancel it;
         ``False`` when there is no such response."""
