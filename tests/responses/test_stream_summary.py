@@ -142,3 +142,26 @@ def test_replay_has_the_summary_where_the_live_stream_had_it() -> None:
         e for e in dict.fromkeys(e["type"] for e in live if "summary" in e["type"])
     ]
     assert lifecycle(replayed, 0) == lifecycle(live, 0)
+
+
+_ids = st.one_of(st.integers(0, 201087), st.sampled_from(list(range(199998, 200019))))
+
+
+@given(
+    st.lists(_ids, max_size=120),
+    st.lists(st.integers(0, 120), max_size=6),
+    st.sampled_from(["stop", "length", "cancelled"]),
+    st.booleans(),
+)
+def test_random_completions_with_summaries_stay_valid(
+    ids: list[int], cuts: list[int], reason: str, logprobs: bool
+) -> None:
+    # random ids: headers, channels and terminators in every odd order
+    events, asked = summarised(
+        ids, sorted(c for c in cuts if c <= len(ids)), reason=reason, logprobs=logprobs
+    )
+    final = check(events)
+    indexes = [e["output_index"] for e in events if "output_index" in e]
+    assert indexes == sorted(indexes)
+    summaries = [i["summary"] for i in final["output"] if i["type"] == "reasoning" and i["summary"]]
+    assert len(summaries) == len(asked)
