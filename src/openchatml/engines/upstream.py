@@ -451,16 +451,7 @@ class UpstreamEngine:
             response = await self._client.post(path, content=orjson.dumps(body), headers=_JSON)
         except httpx.HTTPError as exc:
             raise UpstreamError(f"cannot reach upstream {url}: {exc!r}", url=url) from exc
-        if response.status_code >= 400:
-            raise UpstreamError(
-                f"upstream {url} answered {response.status_code}: {_body_message(response.content)}",
-                status=response.status_code,
-                url=url,
-            )
-        try:
-            return orjson.loads(response.content)
-        except orjson.JSONDecodeError:
-            raise _malformed(url, "the answer is not JSON", response.content) from None
+        return _json_answer(response, url)
 
 
 async def _data_payloads(response: httpx.Response, url: str) -> AsyncIterator[bytes]:
@@ -611,12 +602,8 @@ def _raise_error_event(event: object, url: str) -> None:
 # --- connect helpers --------------------------------------------------------------------
 
 
-async def _get_json(client: httpx.AsyncClient, path: str, timeout: float) -> Any:
-    url = f"{str(client.base_url).rstrip('/')}{path}"
-    try:
-        response = await client.get(path, timeout=timeout)
-    except httpx.HTTPError as exc:
-        raise UpstreamError(f"cannot reach upstream {url}: {exc!r}", url=url) from exc
+def _json_answer(response: httpx.Response, url: str) -> Any:
+    """The JSON body of a 2xx answer; an :class:`UpstreamError` for any other."""
     if response.status_code >= 400:
         raise UpstreamError(
             f"upstream {url} answered {response.status_code}: {_body_message(response.content)}",
@@ -627,6 +614,15 @@ async def _get_json(client: httpx.AsyncClient, path: str, timeout: float) -> Any
         return orjson.loads(response.content)
     except orjson.JSONDecodeError:
         raise _malformed(url, "the answer is not JSON", response.content) from None
+
+
+async def _get_json(client: httpx.AsyncClient, path: str, timeout: float) -> Any:
+    url = f"{str(client.base_url).rstrip('/')}{path}"
+    try:
+        response = await client.get(path, timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise UpstreamError(f"cannot reach upstream {url}: {exc!r}", url=url) from exc
+    return _json_answer(response, url)
 
 
 def _pick_model(listing: Any, model: str | None, root: str) -> dict[str, Any]:

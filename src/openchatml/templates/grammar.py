@@ -79,6 +79,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
+from ..tokens import NAMED_SPECIAL_TOKENS
 from .errors import UnsupportedTemplateError
 from .format import CallIdPosition, ReasoningMode, TemplateFormat, ToolSyntax
 
@@ -183,16 +184,6 @@ def tool_call_grammar(
     )
 
 
-_HARMONY_SPECIALS: Final = {
-    "<|start|>": 200006,
-    "<|channel|>": 200005,
-    "<|message|>": 200008,
-    "<|constrain|>": 200003,
-    "<|end|>": 200007,
-    "<|return|>": 200002,
-    "<|call|>": 200012,
-}
-"""The Harmony markers' ids in o200k_harmony."""
 _RECIPIENT: Final = " to=functions."
 
 
@@ -214,7 +205,7 @@ def harmony_tool_call_grammar(
     arguments). Raises ``ValueError`` as :func:`tool_call_grammar` does."""
     offered = _function_tools(tools)
     mode, names = _choice(tool_choice, offered)
-    specials = {**_HARMONY_SPECIALS, **(special_tokens or {})}
+    specials = {**NAMED_SPECIAL_TOKENS, **(special_tokens or {})}
     g = _Grammar()
     thought = _seq(_Lit("<|channel|>analysis<|message|>"), _Text("<|end|>"), _Lit("<|start|>assistant"))
     preamble = _seq(_Lit("<|channel|>commentary<|message|>"), _Text("<|end|>"), _Lit("<|start|>assistant"))
