@@ -36,7 +36,12 @@ class Dialect(Protocol):
     name: str
 
     def prepare(
-        self, request: ResponseRequest, conversation: Conversation, *, context_length: int | None
+        self,
+        request: ResponseRequest,
+        conversation: Conversation,
+        *,
+        context_length: int | None,
+        max_input_tokens: int | None = None,
     ) -> Prepared: ...
 
     def parser(self, request: ResponseRequest, prepared: Prepared) -> TokenParser | None: ...
@@ -51,10 +56,17 @@ class HarmonyDialect:
     name = "harmony"
 
     def prepare(
-        self, request: ResponseRequest, conversation: Conversation, *, context_length: int | None
+        self,
+        request: ResponseRequest,
+        conversation: Conversation,
+        *,
+        context_length: int | None,
+        max_input_tokens: int | None = None,
     ) -> Prepared:
         """Harmony prompt ids and sampling settings (see :func:`~.runner.prepare`)."""
-        return prepare(request, conversation, context_length=context_length)
+        return prepare(
+            request, conversation, context_length=context_length, max_input_tokens=max_input_tokens
+        )
 
     def parser(self, request: ResponseRequest, prepared: Prepared) -> TokenParser | None:
         """``None``: the response stream's own Harmony parser."""
@@ -68,8 +80,9 @@ class HarmonyDialect:
 
 class TemplateDialect:
     """A model with its own chat template: prompts rendered by the template and encoded
-    by the model's tokenizer (message text never becomes a marker), answers parsed by
-    the parser derived from the template.
+    by the model's tokenizer (no text of the request becomes a marker: messages, tool
+    descriptions and schemas, calls and their outputs, instructions; see
+    :mod:`~..templates.tokenize`), answers parsed by the parser derived from the template.
 
     The request's ``reasoning.effort`` sets the template's thinking switch (found by
     analysis: ``enable_thinking``, ``reasoning_effort``, ``thinking_budget`` …): ``none``
@@ -143,7 +156,12 @@ class TemplateDialect:
         return ids
 
     def prepare(
-        self, request: ResponseRequest, conversation: Conversation, *, context_length: int | None
+        self,
+        request: ResponseRequest,
+        conversation: Conversation,
+        *,
+        context_length: int | None,
+        max_input_tokens: int | None = None,
     ) -> Prepared:
         """Prompt ids from the template, sampling settings that stop at the model's end of
         turn (see :func:`~.runner.prepare`), and the prompt's start of the answer."""
@@ -152,6 +170,7 @@ class TemplateDialect:
             request,
             conversation,
             context_length=context_length,
+            max_input_tokens=max_input_tokens,
             prompt_of=lambda c: self._ids(c, request, texts),
             stop_ids=self.stop_ids,
         )
