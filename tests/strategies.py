@@ -43,7 +43,9 @@ from openchatml.tokens import ControlToken
 __all__ = [
     "BUILTIN_RECIPIENTS",
     "CONTROL_SPELLINGS",
+    "STRAY_FRAGMENTS",
     "TRICKY_FRAGMENTS",
+    "any_length_header_words",
     "as_parsed",
     "body_texts",
     "call_ids",
@@ -64,6 +66,7 @@ __all__ = [
     "messages",
     "recipients",
     "response_formats",
+    "stray_transcripts",
     "system_contents",
     "tool_descriptions",
     "tool_names",
@@ -96,6 +99,18 @@ def header_words(*, max_size: int = 12) -> st.SearchStrategy[str]:
     ascii_word = st.text(string.ascii_letters + string.digits + "_-.:/@#+=%<>|!?*'\"", min_size=1)
     unicode_word = st.text(st.characters(exclude_categories=["Cs", "Zs", "Zl", "Zp", "Cc"]), min_size=1)
     return st.one_of(identifiers, ascii_word, unicode_word).map(lambda w: w[:max_size]).filter(_header_safe)
+
+
+@cache
+def any_length_header_words() -> st.SearchStrategy[str]:
+    """:func:`header_words`, and now and then a word of hundreds to thousands of
+    characters (ASCII, accented, CJK, emoji), around the parser's header limit."""
+    long_words = st.builds(
+        lambda unit, n: unit * n,
+        st.sampled_from(["a", "b1", "é", "漢", "😀", "x.y", "é|"]),
+        st.integers(300, 4200),
+    )
+    return st.one_of(header_words(), long_words)
 
 
 @cache
@@ -212,6 +227,42 @@ TRICKY_FRAGMENTS: tuple[str, ...] = (
 multi-byte and multi-token characters, combining marks, bidi and zero-width marks."""
 
 any_text = st.text(st.characters(exclude_categories=["Cs"]), max_size=8)
+
+STRAY_FRAGMENTS: tuple[str, ...] = (
+    "-", "x", "hello", ".", ":", "=", " ", "  ", "\n", "\t", "\r\n", "\u00a0",
+    "user", "assistant", "developer", "system", "tool", "functions.f", "user:alice",
+    "<", "<|", "<|sta", "|>", "<|reserved_200000|>", "<|endliteral|>",
+)  # fmt: skip
+"""What lands between or around messages: words, role names, whitespace, pieces and
+stray spellings of control tokens."""
+
+_MESSAGE_PIECES = (
+    "<|start|>user<|message|>hi<|end|>",
+    "<|start|>assistant<|channel|>final<|message|>ok<|return|>",
+    "<|start|>assistant to=functions.f<|channel|>commentary <|constrain|>json<|message|>{}<|call|>",
+    '<|start|>functions.f to=assistant<|channel|>commentary<|message|>{"t": 1}<|end|>',
+    "<|start|>developer<|message|>a <<|end|> b<|end|>",
+    "developer<|message|>x<|end|>",
+    "<|channel|>analysis<|message|>think<|end|>",
+    "<|message|>y<|end|>",
+    "user<|channel|>final",
+    "<|start|>user<|message|>cut",
+    "<|end|>",
+    "<|start|>",
+)
+"""Messages whole, headers without ``<|start|>``, and pieces of messages."""
+
+
+@cache
+def stray_transcripts(*, max_parts: int = 8) -> st.SearchStrategy[str]:
+    """Short transcripts with stray text between and around messages: known-good messages,
+    messages that lost their ``<|start|>``, pieces of messages, and stray words,
+    whitespace and pieces of control tokens in any order."""
+    stray = st.lists(st.one_of(st.sampled_from(STRAY_FRAGMENTS), any_text), min_size=1, max_size=4).map(
+        "".join
+    )
+    part = st.one_of(st.sampled_from(_MESSAGE_PIECES), stray)
+    return st.lists(part, max_size=max_parts).map("".join)
 
 
 @cache

@@ -12,7 +12,7 @@ import tracemalloc
 from collections.abc import Callable, Iterable, Sequence
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openchatml import (
@@ -42,6 +42,7 @@ from openchatml import (
     UnexpectedTokenError,
     load_encoding,
     parse_text,
+    parse_tokens,
 )
 from openchatml.parse import MAX_HEADER, MAX_PRELUDE
 from openchatml.tokens import (
@@ -231,14 +232,52 @@ def test_arbitrary_text_whole(text: str, strict: bool, kw: dict[str, object]) ->
     run_text([text], strict=strict, **kw)
 
 
+def text_outcome(chunks: Sequence[str], *, strict: bool, **kw: object) -> tuple[object, ...]:
+    """All that feeding ``chunks`` comes to: the error (its class, message and position) or
+    the events, with the messages, the repairs and the YAML header."""
+    parser = StreamParser(strict=strict, **kw)  # type: ignore[arg-type]
+    events: list[Event] = []
+    try:
+        for chunk in chunks:
+            events += parser.feed_text(chunk)
+        events += parser.close()
+    except OCMError as exc:
+        assert strict, f"lenient mode raised {exc!r}"
+        return type(exc), exc.message, exc.position, parser.messages, parser.repairs
+    return joined(events), parser.messages, parser.repairs, parser.transcript_header
+
+
+def joined(events: Iterable[Event]) -> list[object]:
+    """``events`` with each run of body deltas of one message joined."""
+    out: list[object] = []
+    for event in events:
+        last = out[-1] if out else None
+        if isinstance(event, ContentDelta) and isinstance(last, ContentDelta) and last.index == event.index:
+            out[-1] = ContentDelta(last.index, last.channel, last.text + event.text)
+        else:
+            out.append(event)
+    return out
+
+
 @given(texts, st.data(), options)
 def test_arbitrary_text_in_chunks_is_read_as_whole(
     text: str, data: st.DataObject, kw: dict[str, object]
 ) -> None:
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=8))
     for strict in (True, False):
-        whole = run_text([text], strict=strict, **kw)
-        assert run_text(chunked(text, cuts), strict=strict, **kw) == whole
+        whole = text_outcome([text], strict=strict, **kw)
+        assert text_outcome(chunked(text, cuts), strict=strict, **kw) == whole
+
+
+@settings(max_examples=60)
+@given(st.lists(fragments, max_size=14).map("".join), options)
+def test_arbitrary_text_every_split_point(text: str, kw: dict[str, object]) -> None:
+    """Strict and lenient, every split point gives the messages, repairs, events and error
+    (with its position) of the whole text."""
+    for strict in (True, False):
+        whole = text_outcome([text], strict=strict, **kw)
+        for i in range(1, len(text)):
+            assert text_outcome([text[:i], text[i:]], strict=strict, **kw) == whole, f"split at {i}"
 
 
 @given(st.text(max_size=80), st.booleans())
@@ -431,6 +470,8 @@ def text_damage(draw: st.DrawFn) -> tuple[str, str, int, int, bool]:
             if a < at < b:  # inside a control token: that token is damaged too
                 resync = resync and text[a:b] not in _LITERALS
                 return text, damaged, a, b, resync
+            if a == at and text[at - 1 : at] == "<":  # between an escape and its token: unescaped
+                return text, damaged, a, b, resync and text[a:b] not in _LITERALS
         return text, damaged, at, at, resync
     a, b = draw(st.sampled_from(spans))
     token = text[a:b]
@@ -565,3 +606,100 @@ def test_stray_text_between_messages_is_bounded() -> None:
     parser.feed_text("<|start|>user<|message|>a<|end|>")
     held = retained_bytes(lambda i: parser.feed_text(f"stray {i:08d} " * 2000), 200)
     assert held < 1024 * 1024
+
+
+# --- chunking never changes what a bounded buffer drops -------------------------------------------
+
+
+def every_kind_of_chunking(text: str, step: int) -> list[list[str]]:
+    """``text`` whole, one character at a time, and split in two every ``step`` characters."""
+    return [[text], list(text), *([text[:i], text[i:]] for i in range(1, len(text), step))]
+
+
+def test_an_overlong_header_is_cut_where_it_overflows_in_every_chunking() -> None:
+    """The header is dropped at its 4097th character, reported there, and what follows is
+    read as if between messages, however the text is cut."""
+    head = "<|start|>user<|message|>a<|end|><|start|>user "
+    text = head + "ab " * 2000 + "<|channel|>x<|message|>y<|end|>"
+    for strict in (False, True):
+        whole = text_outcome([text], strict=strict)
+        for chunks in every_kind_of_chunking(text, 97):
+            assert text_outcome(chunks, strict=strict) == whole
+    parser = StreamParser(strict=False)
+    parser.feed_text(text)
+    parser.close()
+    first = parser.repairs[0]
+    assert first.kind is RepairKind.BROKEN_HEADER
+    assert first.position is not None and first.position.offset == len(head) - len("user ") + MAX_HEADER
+    assert parser.messages[-1] == Message.assistant("y", channel="x")
+
+
+def test_a_header_marker_cut_by_the_limit_is_read_again_after_it() -> None:
+    """The limit falls inside ``<|channel|>``: the rest of the marker is stray text."""
+    text = "<|start|>" + "u" * (MAX_HEADER - 4) + "<|channel|>final<|message|>ok<|end|>"
+    whole = text_outcome([text], strict=False)
+    for chunks in every_kind_of_chunking(text, 61):
+        assert text_outcome(chunks, strict=False) == whole
+
+
+def test_text_before_the_first_message_overflows_at_one_place() -> None:
+    text = "y" * (MAX_PRELUDE + 10) + "<|start|>user<|message|>a<|end|>"
+    for strict in (False, True):
+        whole = text_outcome([text], strict=strict)
+        for chunks in ([text[:100], text[100:]], [text[:MAX_PRELUDE], text[MAX_PRELUDE:]]):
+            assert text_outcome(chunks, strict=strict) == whole
+    with pytest.raises(UnexpectedTokenError) as caught:
+        parse_text(text)
+    assert caught.value.position is not None and caught.value.position.offset == MAX_PRELUDE
+    parser = StreamParser(strict=False)
+    parser.feed_text(text)
+    parser.close()
+    assert parser.messages == [Message.user("a")]
+    assert [r.detail for r in parser.repairs] == [
+        f"more than {MAX_PRELUDE} characters before the first message"
+    ]
+
+
+def test_an_overlong_token_header_reads_the_next_id_as_between_messages() -> None:
+    tokens = [START_ID, *[64] * (MAX_HEADER + 3), MESSAGE_ID, *ENC.encode_ordinary("x"), END_ID]
+    for batch in (True, False):
+        _, messages = run_tokens(tokens, strict=False, batch=batch)
+        assert messages == [Message(Author(Role.ASSISTANT), (TextContent("x"),))]
+    parser = StreamParser(strict=False)
+    parser.feed_tokens(tokens)
+    parser.close()
+    assert [r.kind for r in parser.repairs] == [
+        RepairKind.BROKEN_HEADER,
+        RepairKind.STRAY_TEXT,
+        RepairKind.MISSING_START,
+    ]
+
+
+def test_whitespace_ids_inside_stray_text_are_kept() -> None:
+    """Stray ids ``-`` ``\\n`` ``developer`` before a ``<|message|>`` read as the role
+    ``developer``, as the same text does."""
+    text = "<|start|>user<|message|>hi<|end|>-\ndeveloper<|message|>x<|end|>"
+    tokens = [*ENC.encode("<|start|>user<|message|>hi<|end|>", allowed_special="all")]
+    tokens += [*ENC.encode_ordinary("-"), *ENC.encode_ordinary("\n"), *ENC.encode_ordinary("developer")]
+    tokens += ENC.encode("<|message|>x<|end|>", allowed_special="all")
+    assert parse_tokens(tokens, strict=False) == parse_text(text, strict=False)
+    assert parse_text(text, strict=False)[1].role is Role.DEVELOPER
+
+
+@pytest.mark.parametrize("bad", [1.5, None, "7"])
+def test_an_id_that_is_not_an_int_in_a_batch_of_body_ids(bad: object) -> None:
+    """A batch whose body run holds something that is not an int is read id by id."""
+    tokens = [START_ID, *ENC.encode_ordinary("user"), MESSAGE_ID, *ENC.encode_ordinary("ab"), bad]
+    tokens += [*ENC.encode_ordinary(" cd"), END_ID]
+    for strict in (True, False):
+        assert run_tokens(tokens, strict=strict, batch=True) == run_tokens(tokens, strict=strict, batch=False)
+    assert run_tokens(tokens, strict=False, batch=True)[1] == [Message.user("ab\ufffd cd")]
+    assert run_tokens(tokens, strict=True, batch=True)[0] is UnexpectedTokenError
+
+
+def test_a_role_word_before_a_header_without_body_names_a_tool() -> None:
+    """``tool`` before ``<|channel|>…<|end|>`` (no ``<|start|>``, no ``<|message|>``): the
+    tool reply gets the placeholder name, so that it can be rendered."""
+    messages = parse_text("<|start|>user<|message|>a<|end|>tool<|channel|>commentary<|end|>", strict=False)
+    assert messages[1].author == Author(Role.TOOL, "functions.unknown")
+    assert parse_text(OCM.text(messages)) == messages

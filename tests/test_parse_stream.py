@@ -9,10 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from openchatml import (
+    Author,
     ContentDelta,
     ControlToken,
     DocumentHeader,
@@ -20,6 +21,7 @@ from openchatml import (
     Message,
     MessageDone,
     MessageStarted,
+    OCMError,
     Profile,
     Role,
     StreamParser,
@@ -27,8 +29,9 @@ from openchatml import (
     parse_text,
     parse_tokens,
 )
+from openchatml.content import TextContent
 from openchatml.tokens import START_ID
-from strategies import as_parsed
+from strategies import as_parsed, stray_transcripts
 from transcripts import SAMPLE_CONVERSATIONS, SMALL_TEXTS_LIMIT, known_good_texts, rendered_tokens, renderer
 
 TEXTS = known_good_texts()
@@ -314,3 +317,69 @@ def test_spec_and_fixture_transcripts_as_tokens(name: str) -> None:
     check_well_formed(*whole)
     assert whole[1] == parse_text(text)
     assert feed_token_ids(tokens, one_by_one=True) == whole
+
+
+# --- stray text, strict and lenient: every split equals the whole ---------------------------------
+
+
+def outcome(
+    chunks: Iterable[str] | None, *, strict: bool, tokens: Sequence[object] = (), **kw: object
+) -> object:
+    """What feeding ``chunks`` of text (or, when ``None``, ``tokens`` one id at a time, or
+    as batches when ``tokens`` is a list of lists) comes to: the error and where, or the
+    events; with the messages and repairs either way."""
+    parser = StreamParser(strict=strict, **kw)  # type: ignore[arg-type]
+    events: list[Event] = []
+    try:
+        if chunks is not None:
+            for chunk in chunks:
+                events += parser.feed_text(chunk)
+        else:
+            for item in tokens:
+                if isinstance(item, list):
+                    events += parser.feed_tokens(item)
+                else:
+                    parser.process(item)  # type: ignore[arg-type]
+                    events += parser.events()
+        events += parser.close()
+    except OCMError as exc:
+        assert strict, f"lenient mode raised {exc!r}"
+        return type(exc), exc.message, exc.position, parser.messages, parser.repairs
+    return joined(events), parser.messages, parser.repairs, parser.transcript_header
+
+
+def test_whitespace_between_stray_text_is_kept_in_every_chunking() -> None:
+    """A header without ``<|start|>`` takes the role word before it however the text is cut."""
+    text = "<|start|>user<|message|>hi<|end|>-\ndeveloper<|message|>x<|end|>"
+    whole = outcome([text], strict=False)
+    assert parse_text(text, strict=False)[1] == Message(Author(Role.DEVELOPER), (TextContent("x"),))
+    assert outcome(text, strict=False) == whole
+    for i in range(len(text) + 1):
+        assert outcome([text[:i], text[i:]], strict=False) == whole, f"split at {i}"
+
+
+@settings(max_examples=150)
+@given(stray_transcripts(), st.sampled_from([None, Role.ASSISTANT]))
+def test_stray_text_every_split_point(text: str, role: Role | None) -> None:
+    """Stray text between and around messages: every split point, and one character at a
+    time, give the messages, repairs and events (or the error, where) of the whole text,
+    strict and lenient."""
+    for strict in (False, True):
+        whole = outcome([text], strict=strict, role=role)
+        assert outcome(text, strict=strict, role=role) == whole
+        for i in range(1, len(text)):
+            assert outcome([text[:i], text[i:]], strict=strict, role=role) == whole, f"split at {i}"
+
+
+@settings(max_examples=150)
+@given(stray_transcripts(), st.data())
+def test_stray_tokens_one_by_one_and_in_batches(text: str, data: st.DataObject) -> None:
+    """The same transcripts as token ids: one id at a time and random batches give what the
+    whole list gives, strict and lenient."""
+    tokens = load_encoding().encode(text, allowed_special="all")
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(tokens)), max_size=8)))
+    batches = [tokens[a:b] for a, b in zip([0, *cuts], [*cuts, len(tokens)], strict=True)]
+    for strict in (False, True):
+        whole = outcome(None, strict=strict, tokens=[tokens])
+        assert outcome(None, strict=strict, tokens=tokens) == whole
+        assert outcome(None, strict=strict, tokens=batches) == whole

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -25,6 +27,7 @@ from openchatml import (
     parse_text,
     parse_tokens,
 )
+from openchatml.headers import MAX_HEADER
 from openchatml.render import select_messages
 
 HARMONY = Renderer(RenderConfig(cot=CoTPolicy.KEEP))
@@ -204,6 +207,58 @@ def test_misuse_is_a_render_error() -> None:
     with pytest.raises(RenderError, match="DeveloperContent"):
         OCM.message_text(Message(Author(Role.SYSTEM), (DeveloperContent(),)))
     assert RenderError.code == "E-RENDER" and RenderError.fault == "caller"
+
+
+LONG = "漢" * (MAX_HEADER + 1)
+"""A header value longer than a header may be, as characters and as tokens (one each)."""
+
+
+@pytest.mark.parametrize(
+    ("field", "message"),
+    [
+        ("author name", Message.from_role(Role.USER, "x", name=LONG)),
+        ("author name", Message.from_role(Role.TOOL, "x", name="functions." + LONG)),
+        ("recipient", Message.tool_call("functions." + LONG, "{}")),
+        ("channel", Message.assistant("x", channel=LONG)),
+        ("content_type", Message.from_role(Role.ASSISTANT, "x", channel="final", content_type=LONG)),
+        ("content_type", Message.from_role(Role.ASSISTANT, "{}", content_type=LONG, constrained=True)),
+        ("call_id", Message.tool_call("functions.f", "{}", call_id=LONG)),
+        ("intent", Message.from_role(Role.ASSISTANT, "x", intent=LONG)),
+    ],
+)
+def test_a_header_longer_than_a_parser_reads_is_a_render_error(field: str, message: Message) -> None:
+    """Every placement, as text and as tokens: refused, naming the value and the limit."""
+    renders: list[Callable[[Renderer], object]] = [
+        lambda r: r.text([message]),
+        lambda r: r.tokens([message]),
+        lambda r: r.message_text(message),
+        lambda r: r.completion_tokens([message]),
+    ]
+    for renderer in [OCM] if field in ("call_id", "intent") else [HARMONY, OCM]:
+        for render in renders:
+            with pytest.raises(
+                RenderError, match=rf"more than the {MAX_HEADER} .* the {field}, \d+ char"
+            ) as caught:
+                render(renderer)
+            assert caught.value.code == "E-RENDER"
+
+
+def test_a_header_at_the_limit_is_rendered_and_read_back() -> None:
+    """The longest header a parser reads (4096 characters, or ids) renders and reads back."""
+    head = len("user name=")
+    text_case = Message.from_role(Role.USER, "x", name="é" * (MAX_HEADER - head))
+    assert parse_text(OCM.text([text_case])) == [text_case]
+    with pytest.raises(RenderError):
+        OCM.text([text_case.with_(author=Author(Role.USER, "é" * (MAX_HEADER - head + 1)))])
+    ids = len(OCM.encoding.encode_ordinary("user name="))
+    token_case = Message.from_role(Role.USER, "x", name="漢" * (MAX_HEADER - ids))
+    assert parse_tokens(OCM.tokens([token_case])) == [token_case]
+    with pytest.raises(RenderError):
+        OCM.tokens([token_case.with_(author=Author(Role.USER, "漢" * (MAX_HEADER - ids + 1)))])
+    out = [1, 2]
+    with pytest.raises(RenderError):
+        OCM._message_into(token_case.with_(author=Author(Role.USER, LONG)), out, False)
+    assert out == [1, 2]  # nothing half-written
 
 
 _FRAGMENTS = st.sampled_from(

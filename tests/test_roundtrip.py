@@ -8,6 +8,8 @@ system and developer contents come back as their rendered text (:func:`as_parsed
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
@@ -20,6 +22,7 @@ from openchatml import (
     Profile,
     RenderConfig,
     Renderer,
+    RenderError,
     Role,
     TextContent,
     TranscriptHeader,
@@ -27,6 +30,7 @@ from openchatml import (
     parse_tokens,
     parse_transcript,
 )
+from openchatml.headers import MAX_HEADER
 from openchatml.render import select_messages
 from openchatml.tokens import (
     CALL_ID,
@@ -42,6 +46,7 @@ from openchatml.tokens import (
 )
 from strategies import (
     TRICKY_FRAGMENTS,
+    any_length_header_words,
     as_parsed,
     body_texts,
     conversations,
@@ -144,6 +149,53 @@ def test_header_words_survive_both_profiles(word: str) -> None:
     for msg in ocm_only:
         assert parse_text(KEEP[Profile.OCM].text([msg])) == [msg]
         assert parse_tokens(KEEP[Profile.OCM].tokens([msg])) == [msg]
+
+
+def header_length(text: str) -> int:
+    """The characters between ``<|start|>`` and ``<|message|>`` of one rendered message."""
+    return text.index("<|message|>") - len("<|start|>")
+
+
+@pytest.mark.parametrize("profile", list(Profile))
+@given(word=any_length_header_words())
+def test_header_values_of_any_length_read_back_or_are_refused(profile: Profile, word: str) -> None:
+    """Render → strict parse is an identity for every header the renderer accepts, as text
+    and as token ids; text refuses (``E-RENDER``) exactly the headers longer than
+    ``MAX_HEADER`` characters, tokens only headers with a long value."""
+    makers: list[Callable[[str], Message]] = [
+        lambda w: Message.from_role(Role.USER, "x", name=w),
+        lambda w: Message.tool_call("functions.f", "{}", channel=w),
+        lambda w: Message.from_role(Role.ASSISTANT, "x", channel="final", recipient=w),
+        lambda w: Message.from_role(
+            Role.ASSISTANT, "x", channel="commentary", content_type=w, constrained=True
+        ),
+        lambda w: Message.tool_result("functions." + w, "x"),
+    ]
+    if profile is Profile.OCM:
+        makers += [
+            lambda w: Message.from_role(Role.TOOL, "x", name=w),
+            lambda w: Message.from_role(Role.ASSISTANT, "x", call_id=w),
+            lambda w: Message.from_role(Role.ASSISTANT, "x", intent=w),
+            lambda w: Message.from_role(Role.ASSISTANT, "x", content_type=w),
+        ]
+    renderer = KEEP[profile]
+    word = word if word != "all" else "al"
+    for make in makers:
+        msg = make(word)
+        size = header_length(renderer.text([make("w")])) + len(word) - 1
+        try:
+            text = renderer.text([msg])
+        except RenderError as exc:
+            assert exc.code == "E-RENDER" and size > MAX_HEADER, exc
+        else:
+            assert size <= MAX_HEADER
+            assert parse_text(text) == [msg]
+        try:
+            tokens = renderer.tokens([msg])
+        except RenderError as exc:
+            assert exc.code == "E-RENDER" and "tokens" in exc.message and len(word) > MAX_HEADER // 4, exc
+        else:
+            assert parse_tokens(tokens) == [msg]
 
 
 # --- parse(render(c)) == c ----------------------------------------------------------------------

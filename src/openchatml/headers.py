@@ -20,10 +20,16 @@ accepted. The same function reads headers from text and from decoded token ids.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Final
 
 from .errors import HeaderError
 from .events import Header, RepairKind
 from .messages import Author, Role
+
+MAX_HEADER: Final = 4096
+"""Most characters (text) or token ids (tokens) a message header may hold, from after
+``<|start|>`` up to ``<|message|>``, markers included: the parser refuses a longer one
+and the renderer never writes one."""
 
 CHANNEL_MARK = "<|channel|>"
 CONSTRAIN_MARK = "<|constrain|>"

@@ -57,7 +57,7 @@ from .events import (
     Repaired,
     RepairKind,
 )
-from .headers import CHANNEL_MARK, HeaderNotes, parse_header
+from .headers import CHANNEL_MARK, MAX_HEADER, UNKNOWN_TOOL, HeaderNotes, parse_header
 from .messages import Author, Conversation, Message, Role, TranscriptHeader
 from .tokens import (
     CALL_ID,
@@ -77,8 +77,6 @@ from .tokens import (
 )
 from .transcript import parse_transcript_header
 
-MAX_HEADER: Final = 4096
-"""Most tokens (or characters) a message header may hold."""
 MAX_PRELUDE: Final = 65536
 """Most characters the YAML transcript header may hold."""
 
@@ -167,6 +165,7 @@ class StreamParser:
         self._state = _HEADER if role is not None else _EXPECT_START
         self._header_ids: list[int] = []
         self._header_text: list[str] = []
+        self._header_len = 0
         self._utf8: codecs.IncrementalDecoder | None = None
         self._n_tokens = 0
         self._buf = ""
@@ -175,6 +174,7 @@ class StreamParser:
         self._line_start = 0  # offset where the current line starts
         self._prelude: list[str] = []
         self._prelude_len = 0
+        self._prelude_dropped = False
         self._stray = ""
         self._stray_at: Position | None = None
         self._seen_start = role is not None
@@ -281,7 +281,8 @@ class StreamParser:
         """Feed many ids: runs of body tokens are decoded in one piece.
 
         Gives the same messages and events as :meth:`process` on each id; a run whose
-        bytes are not valid UTF-8 on their own goes through :meth:`process` id by id.
+        bytes are not valid UTF-8 on their own, or that holds something other than an
+        int, goes through :meth:`process` id by id.
         """
         process = self.process
         try:
@@ -299,7 +300,7 @@ class StreamParser:
                     run = tokens[start:mark]
                     try:
                         text = b"".join(map(table.__getitem__, run)).decode("utf-8")
-                    except UnicodeDecodeError:
+                    except (UnicodeDecodeError, TypeError):  # not UTF-8 alone, or an id not an int
                         for token in run:
                             process(token)
                     else:
@@ -383,21 +384,24 @@ class StreamParser:
             elif token in _TERMINATOR_OF_ID:
                 text = self._decode_header(enc)
                 self._header_without_body(text, _TERMINATOR_OF_ID[token], self._tpos())
-            else:
-                if len(self._header_ids) >= MAX_HEADER:
-                    self._problem(
-                        HeaderError,
-                        RepairKind.BROKEN_HEADER,
-                        f"message header longer than {MAX_HEADER} tokens",
-                        self._tpos(),
-                    )
-                    self._header_ids.clear()
-                    self._state = _EXPECT_START
-                    self._next_role = None
-                    return
+            elif len(self._header_ids) < MAX_HEADER:
                 self._header_ids.append(token)
+            else:  # the header is dropped; this id is read as if between messages
+                self._problem(
+                    HeaderError,
+                    RepairKind.BROKEN_HEADER,
+                    f"message header longer than {MAX_HEADER} tokens",
+                    self._tpos(),
+                )
+                self._header_ids.clear()
+                self._state = _EXPECT_START
+                self._next_role = None
+                self._expect_start(token, enc)
             return
-        # EXPECT_START
+        self._expect_start(token, enc)
+
+    def _expect_start(self, token: int, enc: Encoding) -> None:
+        """Token id ``token`` (in o200k_harmony) between messages."""
         if token == START_ID:
             self._take_stray()
             self._begin_header()
@@ -415,8 +419,8 @@ class StreamParser:
             else:
                 self._header_ids.append(token)
         elif token < FIRST_SPECIAL_ID:
-            if not enc.token_bytes[token].isspace():
-                self._add_stray(enc.decode([token]), self._tpos())
+            if self._stray_at is not None or not enc.token_bytes[token].isspace():
+                self._add_stray(enc.decode([token]), self._stray_at or self._tpos())
         else:
             self._take_stray()
             self._problem(
@@ -609,7 +613,11 @@ class StreamParser:
         return -end - 1 if keep else end
 
     def _scan_outside(self, buf: str, pos: int, final: bool) -> int:
-        """Scan in EXPECT_START or HEADER, where no escapes or literals apply."""
+        """Scan in EXPECT_START or HEADER, where no escapes or literals apply.
+
+        Returns where the scan goes on; a header that outgrows its limit ends the
+        header there, and the scan goes on from that character in the new state.
+        """
         in_header = self._state is _HEADER
         while True:
             i = buf.find("<|", pos)
@@ -628,14 +636,18 @@ class StreamParser:
                         cut = tail
                 if cut > pos:
                     if in_header:
-                        self._header_chars(buf[pos:cut], self._cpos(pos))
+                        taken = self._header_chars(pos, cut)
+                        if taken < cut:
+                            return taken
                     else:
                         self._outside_text(pos, cut)
                 return cut if cut == len(buf) else -cut - 1
             token = ControlToken(m.group())
             if in_header and token in (ControlToken.CHANNEL, ControlToken.CONSTRAIN):
-                self._header_chars(buf[pos : m.end()], self._cpos(pos))
-                pos = m.end()
+                taken = self._header_chars(pos, m.end())
+                if taken < m.end():
+                    return taken
+                pos = taken
                 continue
             if not in_header and not self._seen_start and self._inside_yaml(buf, pos, i):
                 self._outside_text(pos, m.end())  # a control token quoted inside the YAML header
@@ -643,7 +655,9 @@ class StreamParser:
                 continue
             if i > pos:
                 if in_header:
-                    self._header_chars(buf[pos:i], self._cpos(pos))
+                    taken = self._header_chars(pos, i)
+                    if taken < i:
+                        return taken
                 else:
                     self._outside_text(pos, i)
             where = self._cpos(i)
@@ -662,6 +676,8 @@ class StreamParser:
         ``- item`` line is part of a value; only one at the start of a line, or on a line
         that is no YAML, ends the header.
         """
+        if self._prelude_dropped:
+            return False
         before = buf[pos:index] or (self._prelude[-1] if self._prelude else "")
         if before[-1:] in ("", "\n"):
             return False
@@ -669,22 +685,35 @@ class StreamParser:
         line = head[head.rfind("\n") + 1 :]
         return _YAML_LINE.match(line) is not None and _YAML_OPENING.match(head.lstrip()) is not None
 
-    def _header_chars(self, text: str, where: Position) -> None:
-        self._header_text.append(text)
-        if sum(len(t) for t in self._header_text) > MAX_HEADER:
-            self._problem(
-                HeaderError,
-                RepairKind.BROKEN_HEADER,
-                f"message header longer than {MAX_HEADER} characters",
-                where,
-            )
-            self._header_text.clear()
-            self._state = _EXPECT_START
-            self._next_role = None
+    def _header_chars(self, start: int, end: int) -> int:
+        """Take ``self._buf[start:end]`` into the header; returns how far it took.
+
+        A header that would outgrow :data:`MAX_HEADER` characters is dropped at the
+        first character past the limit (returned; the state is then EXPECT_START), so
+        that where it is cut does not depend on how the input was chunked.
+        """
+        room = MAX_HEADER - self._header_len
+        if end - start <= room:
+            self._header_text.append(self._buf[start:end])
+            self._header_len += end - start
+            return end
+        cut = start + max(room, 0)
+        self._problem(
+            HeaderError,
+            RepairKind.BROKEN_HEADER,
+            f"message header longer than {MAX_HEADER} characters",
+            self._cpos(cut),
+        )
+        self._header_text.clear()
+        self._header_len = 0
+        self._state = _EXPECT_START
+        self._next_role = None
+        return cut
 
     def _header_control(self, token: ControlToken, where: Position) -> None:
         text = "".join(self._header_text)
         self._header_text.clear()
+        self._header_len = 0
         if token is ControlToken.MESSAGE:
             self._start_body(text, where)
         elif token in _TERMINATORS:
@@ -700,26 +729,43 @@ class StreamParser:
                 where,
             )
             self._header_text.append(text)
+            self._header_len = len(text)
 
     def _outside_text(self, start: int, end: int) -> None:
         """Text ``self._buf[start:end]`` between messages (or before the first one)."""
-        text = self._buf[start:end]
         if not self._seen_start:
-            if self._prelude_len + len(text) > MAX_PRELUDE:
-                self._problem(
-                    UnexpectedTokenError,
-                    RepairKind.STRAY_TEXT,
-                    f"more than {MAX_PRELUDE} characters before the first message",
-                    self._cpos(start),
-                )
-                self._prelude.clear()
-                self._prelude_len = 0
-            self._prelude.append(text)
-            self._prelude_len += len(text)
+            self._prelude_text(start, end)
+            return
+        text = self._buf[start:end]
+        if self._stray_at is not None:
+            self._add_stray(text, self._stray_at)
             return
         lead = len(text) - len(text.lstrip())
         if lead < len(text):
-            self._add_stray(text, self._cpos(start + lead))
+            self._add_stray(text[lead:], self._cpos(start + lead))
+
+    def _prelude_text(self, start: int, end: int) -> None:
+        """Text ``self._buf[start:end]`` before the first message: the YAML header.
+
+        Past :data:`MAX_PRELUDE` characters the whole prelude is dropped (reported at the
+        first character past the limit) and so is the rest of it.
+        """
+        if self._prelude_dropped:
+            return
+        room = MAX_PRELUDE - self._prelude_len
+        if end - start <= room:
+            self._prelude.append(self._buf[start:end])
+            self._prelude_len += end - start
+            return
+        self._prelude.clear()
+        self._prelude_len = 0
+        self._prelude_dropped = True
+        self._problem(
+            UnexpectedTokenError,
+            RepairKind.STRAY_TEXT,
+            f"more than {MAX_PRELUDE} characters before the first message",
+            self._cpos(start + room),
+        )
 
     def _add_stray(self, text: str, at: Position) -> None:
         """Text between messages (``at``: where it is, if it starts a run)."""
@@ -768,6 +814,7 @@ class StreamParser:
                 self._start_body("", where)
             else:
                 self._header_text.append(token.value)
+                self._header_len = len(token.value)
             return
         self._take_stray()
         self._problem(
@@ -781,7 +828,7 @@ class StreamParser:
         text = "".join(self._prelude)
         self._prelude.clear()
         self._prelude_len = 0
-        if self._seen_start or not text.strip():
+        if self._seen_start or self._prelude_dropped or not text.strip():
             return
         try:
             header = parse_transcript_header(text)
@@ -801,6 +848,7 @@ class StreamParser:
         self._next_role = role
         self._header_ids.clear()
         self._header_text.clear()
+        self._header_len = 0
 
     def _start_body(self, header_text: str, where: Position) -> None:
         notes = HeaderNotes()
@@ -850,7 +898,7 @@ class StreamParser:
         else:
             if before and before[0] == role.value:
                 before.pop(0)
-            header = Header(Author(role))
+            header = Header(Author(role, UNKNOWN_TOOL if role is Role.TOOL else None))
         after = rest.split()
         if mark and after:
             header = Header(header.author, channel=after.pop(0))

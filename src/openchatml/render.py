@@ -12,7 +12,9 @@ One renderer, two placements of the header attributes (:class:`Profile`):
 
 Token output encodes every piece of text as ordinary BPE, so no text becomes a control
 token. Text output escapes body text (``<<|start|>``), so that parsing it gives the same
-conversation back. Header values are sanitised (one word, no ``<|``) in both.
+conversation back. Header values are sanitised (one word, no ``<|``) in both, and a
+header longer than the parser's limit (``MAX_HEADER`` characters as text, token ids as
+tokens) is refused with :class:`~openchatml.errors.RenderError`.
 
 History: a message always ends in ``<|end|>`` (or ``<|call|>`` for an assistant message
 to a tool), which normalises a stored ``<|return|>``; for training, a final assistant
@@ -29,6 +31,7 @@ from typing import Final
 from .content import DeveloperContent, SystemContent, TextContent
 from .encoding import Encoding, load_encoding
 from .errors import RenderError
+from .headers import MAX_HEADER
 from .messages import Conversation, Message, Role
 from .tokens import (
     CALL_ID,
@@ -93,6 +96,8 @@ _CONTROL_TEXT: Final = {
     CALL_ID: ControlToken.CALL.value,
 }
 
+_START_MESSAGE_LEN: Final = len(ControlToken.START.value) + len(ControlToken.MESSAGE.value)
+
 Piece = int | str
 """A control token id, or header text."""
 
@@ -106,7 +111,8 @@ def header_pieces(message: Message, profile: Profile) -> list[Piece]:
 
     Text pieces are split where openai-harmony splits them, so that encoding each piece
     alone gives its token ids exactly. Raises :class:`RenderError` for a tool message
-    without a name.
+    without a name. (The renderer also refuses a header longer than
+    :data:`~openchatml.headers.MAX_HEADER` characters or tokens, which no parser reads.)
     """
     author = message.author
     role = author.role
@@ -154,6 +160,27 @@ def header_pieces(message: Message, profile: Profile) -> list[Piece]:
                 pieces.append(_value(message.content_type))
     pieces.append(MESSAGE_ID)
     return pieces
+
+
+_HEADER_FIELDS: Final = ("author name", "recipient", "channel", "content_type", "call_id", "intent")
+
+
+def _header_too_long(message: Message, size: int, unit: str) -> RenderError:
+    """The error for a header of ``size`` ``unit`` (characters or tokens), naming its
+    longest value."""
+    values = (
+        message.author.name,
+        message.recipient,
+        message.channel,
+        message.content_type,
+        message.call_id,
+        message.intent,
+    )
+    length, field = max((len(v or ""), f) for v, f in zip(values, _HEADER_FIELDS, strict=True))
+    return RenderError(
+        f"the message header would be {size} {unit}, more than the {MAX_HEADER} a parser reads "
+        f"(its longest value is the {field}, {length} characters)"
+    )
 
 
 def _content_texts(message: Message, has_function_tools: bool) -> list[str]:
@@ -248,11 +275,16 @@ class Renderer:
 
     def _message_into(self, message: Message, out: list[int], has_function_tools: bool) -> None:
         encode = self._encode_piece
+        start = len(out)
         for piece in header_pieces(message, self.config.profile):
             if isinstance(piece, int):
                 out.append(piece)
             else:
                 out += encode(piece)
+        size = len(out) - start - 2  # between <|start|> and <|message|>
+        if size > MAX_HEADER:
+            del out[start:]
+            raise _header_too_long(message, size, "tokens")
         encode_text = self.encoding.encode_ordinary
         for text in _content_texts(message, has_function_tools):
             if text:
@@ -292,6 +324,9 @@ class Renderer:
         parts: list[str] = []
         for piece in header_pieces(message, self.config.profile):
             parts.append(_CONTROL_TEXT[piece] if isinstance(piece, int) else piece)
+        size = sum(map(len, parts)) - _START_MESSAGE_LEN
+        if size > MAX_HEADER:
+            raise _header_too_long(message, size, "characters")
         # escape the body as one text: two parts may join into a control token
         parts.append(escape_text("".join(_content_texts(message, has_function_tools))))
         parts.append(_CONTROL_TEXT[_terminator(message)])

@@ -8,24 +8,30 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from functools import cache
 from typing import Any
 
+import pytest
 from data_paths import CASES as CASES_FILE
+from data_paths import TEMPLATES
 from hand_formats import BY_TEMPLATE, FORMATS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openchatml.templates.analysis import analyze_source
 from openchatml.templates.format import TemplateFormat
+from openchatml.templates.output import open_parser
 from openchatml.templates.parser import (
     CONTENT,
     REASONING,
     TOOL_ARGUMENTS,
     TOOL_CALL,
     Delta,
+    ParsedMessage,
     ParseOptions,
-    TemplateParser,
     parse_output,
 )
+from openchatml.tokens import ControlToken
 
 FAMILIES = sorted(name for name, fmt in FORMATS.items() if not fmt.harmony)
 TOOLS = (
@@ -48,7 +54,7 @@ SHARDS = [
     "{", "}", "[", "]", "(", ")", '"', "'", ":", ",", "=", "\\", '\\"', "\\u00e9", "\\ud83d", "\\ude00",
     " ", "\n", "get_weather", "city", "days", "Paris", "1", "-2.5e3", "true", "None", "<", ">", "</",
     "é", "😀", '{"name": "get_weather", "arguments": {"city": "Paris"}}', '<|"|>', "call:", "```",
-    "```json\n", "<![CDATA[", "]]>",
+    "```json\n", "<![CDATA[", "]]>", "\x1c", "\u00a0", "\u2028",
 ]  # fmt: skip
 
 
@@ -67,12 +73,14 @@ def markers(fmt: TemplateFormat) -> list[str]:
                 walk(item)
 
     walk((fmt.reasoning, fmt.content, fmt.tools, fmt.end_markers))
+    if fmt.harmony:
+        found |= {t.value for t in ControlToken} | {"analysis", "final", " to=functions.get_weather", " json"}
     return sorted(found - {"name", "arguments", "parameters", "function"})
 
 
 def check(fmt: TemplateFormat, text: str, cuts: list[int], options: ParseOptions) -> None:
-    whole = parse_output(fmt, text, options)
-    parser = TemplateParser(fmt, options)
+    whole = parse_output(fmt, text, options) if not fmt.harmony else parse_whole(fmt, text, options)
+    parser = open_parser(fmt, options)
     start = parser.message
     deltas: list[Delta] = []
     points = sorted(set(cuts))
@@ -93,8 +101,16 @@ def check(fmt: TemplateFormat, text: str, cuts: list[int], options: ParseOptions
     for index, call in enumerate(message.tool_calls):
         if index >= len(start.tool_calls):
             assert arguments[index] == call.arguments
-        if not options.partial:
+        if not options.partial and not fmt.harmony:
             json.loads(call.arguments)
+
+
+def parse_whole(fmt: TemplateFormat, text: str, options: ParseOptions) -> ParsedMessage:
+    """The message of ``text`` fed whole to ``fmt``'s output parser (a Harmony one too)."""
+    parser = open_parser(fmt, options)
+    parser.feed(text)
+    parser.finish()
+    return parser.message
 
 
 @st.composite
@@ -157,3 +173,55 @@ def test_damaged_good_outputs(data: st.DataObject) -> None:
             text = text[:a]
     cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=10))
     check(fmt, text, cuts, data.draw(options(fmt)))
+
+
+# --- every real template, through the format its analysis derives ----------------------------------
+
+TEMPLATE_NAMES = sorted(p.name for p in TEMPLATES.glob("*.jinja")) if TEMPLATES.is_dir() else []
+
+
+@cache
+def analysed(name: str) -> TemplateFormat:
+    return analyze_source((TEMPLATES / name).read_text(encoding="utf-8"), name=name)
+
+
+@pytest.mark.skipif(not TEMPLATE_NAMES, reason="the shared templates are not here")
+@settings(max_examples=400, deadline=None)
+@given(data=st.data())
+def test_every_template_parser_on_marker_soup(data: st.DataObject) -> None:
+    """The parser each of the real templates gets (Harmony's too) on random text made of its
+    markers, JSON shards and any text."""
+    fmt = analysed(data.draw(st.sampled_from(TEMPLATE_NAMES)))
+    alphabet = st.sampled_from(markers(fmt) or ["x"]) | st.sampled_from(SHARDS) | st.text(max_size=4)
+    text = "".join(data.draw(st.lists(alphabet, max_size=30)))
+    cuts = data.draw(st.lists(st.integers(0, len(text)), max_size=10))
+    check(fmt, text, cuts, data.draw(options(fmt)))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '<tool_call>\n{"name": "get_weather", "arguments": ""}\n</tool_call>',
+        '<tool_call>\n{"name": "get_weather", "arguments":]}\n</tool_call>',
+        '<tool_call>\n{"name": "get_weather", "arguments"}\n</tool_call>',
+        '<tool_call>\n{"name": "getN"arguments": ',
+    ],
+)
+def test_json_call_whose_arguments_hold_no_value(text: str) -> None:
+    """Arguments with nothing in them become ``{}``, whole and streamed alike."""
+    fmt = FORMATS["hermes"]
+    for cuts in ([], list(range(len(text)))):
+        check(fmt, text, cuts, ParseOptions(tools=TOOLS))
+    message = parse_output(fmt, text, ParseOptions(tools=TOOLS))
+    assert [(c.name, c.arguments) for c in message.tool_calls] in ([("get_weather", "{}")], [("getN", "{}")])
+
+
+@pytest.mark.parametrize("space", ["\x1c", "\u00a0", "\u2028", "\x0b"])
+def test_unicode_whitespace_in_arguments_reads_the_same_however_cut(space: str) -> None:
+    """Whitespace beyond JSON's own, after a space, is skipped whole or cut between the two."""
+    text = f'<tool_call>\n{{"name": "get_weather", "arguments": {{"city": {space}"Paris"}}}}\n</tool_call>'
+    fmt = FORMATS["hermes"]
+    for cuts in ([], list(range(len(text)))):
+        check(fmt, text, cuts, ParseOptions(tools=TOOLS))
+    message = parse_output(fmt, text, ParseOptions(tools=TOOLS))
+    assert [(c.name, c.arguments) for c in message.tool_calls] == [("get_weather", '{"city": "Paris"}')]

@@ -148,7 +148,7 @@ class Lexer:
                     return i
                 continue
             c = buf[i]
-            if c in " \t\r\n":
+            if c.isspace():  # what _WS_RE takes, so that a cut between spaces changes nothing
                 m = _WS_RE.match(buf, i)
                 i = m.end() if m else i + 1
                 continue

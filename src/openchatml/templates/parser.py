@@ -1843,7 +1843,13 @@ class TemplateParser:
             self._late_id(call, jc.id)
 
     def _json_call_done(self, jc: _JsonCall, call: _Call) -> None:
-        if not jc.args_started:
+        if jc.writer is None or not jc.writer.started:  # no arguments, or nothing of them
+            if jc.args_started:
+                self._warn(
+                    W_TOOL_ARGS,
+                    "the tool call's arguments held no value; {} was used",
+                    call.start - self._base,
+                )
             self._args("{}")
         if not call.announced:
             self._announce(call, "", jc.id or "")
