@@ -29,3 +29,21 @@ def frozen(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [frozen(v) for v in value]
     return value
+
+
+def deeper_than(value: Any, limit: int) -> bool:
+    """Whether ``value`` nests objects and arrays more than ``limit`` levels deep (a
+    scalar is 0 levels, ``[]`` one); checked without recursion."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, Mapping):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False

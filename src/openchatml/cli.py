@@ -510,6 +510,36 @@ __all__ = ["main"]
     help="Require this bearer key (repeatable; also $OPENCHATML_API_KEYS, comma-separated).",
 )
 @click.option("--rate-limit", type=int, metavar="N", help="Requests per minute per key (429 beyond).")
+@click.option(
+    "--auth-failures-per-minute",
+    type=click.IntRange(min=0),
+    default=10,
+    show_default=True,
+    metavar="N",
+    help="Failed authentications per minute per client address (then 429 for it; 0: no limit).",
+)
+@click.option(
+    "--max-running",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Responses generating at once (default: 1 in process, 16 with --upstream; 0: no limit).",
+)
+@click.option(
+    "--max-queued",
+    type=click.IntRange(min=0),
+    default=32,
+    show_default=True,
+    metavar="N",
+    help="Responses waiting for the engine beyond --max-running (then 503; 0: no limit).",
+)
+@click.option(
+    "--max-per-key",
+    type=click.IntRange(min=0),
+    default=8,
+    show_default=True,
+    metavar="N",
+    help="Responses one API key has queued or running at once (then 429; 0: no limit).",
+)
 @click.option("--max-body-mb", type=float, default=32.0, show_default=True, help="Largest request body.")
 @click.option(
     "--ttl-days", type=float, default=30.0, show_default=True, help="Stored responses expire after."
@@ -527,6 +557,10 @@ def serve(
     port: int,
     api_keys: tuple[str, ...],
     rate_limit: int | None,
+    auth_failures_per_minute: int,
+    max_running: int | None,
+    max_queued: int,
+    max_per_key: int,
     max_body_mb: float,
     ttl_days: float,
 ) -> None:
@@ -550,6 +584,10 @@ def serve(
         port=port,
         api_keys=api_keys + env_keys,
         requests_per_minute=rate_limit,
+        auth_failures_per_minute=auth_failures_per_minute,
+        max_running=max_running,
+        max_queued=max_queued,
+        max_per_key=max_per_key,
         max_body_bytes=int(max_body_mb * 1024 * 1024),
         ttl_seconds=int(ttl_days * 86400) if ttl_days > 0 else None,
         served_name=served_model_name,

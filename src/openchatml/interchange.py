@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any, Final, assert_never
 
-from ._json import frozen, plain
+from ._json import deeper_than, frozen, plain
 from .content import (
     ChannelConfig,
     Content,
@@ -124,18 +124,8 @@ MAX_DEPTH: Final = 128
 
 def _check_depth(value: Any, path: str) -> None:
     """Raise when ``value`` nests more than :data:`MAX_DEPTH` levels (checked without recursion)."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if isinstance(item, Mapping):
-            children: Any = item.values()
-        elif isinstance(item, list | tuple):
-            children = item
-        else:
-            continue
-        if depth > MAX_DEPTH:
-            raise _fail(path, f"nested more than {MAX_DEPTH} levels deep")
-        stack.extend((child, depth + 1) for child in children)
+    if deeper_than(value, MAX_DEPTH):
+        raise _fail(path, f"nested more than {MAX_DEPTH} levels deep")
 
 
 class _Object:

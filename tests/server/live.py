@@ -134,7 +134,13 @@ class LiveServer(Clients):
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._server = uvicorn.Server(
-            uvicorn.Config(self.app, host="127.0.0.1", port=self.port, log_level="warning")
+            uvicorn.Config(
+                self.app,
+                host="127.0.0.1",
+                port=self.port,
+                log_level="warning",
+                **self.app.state.limits.uvicorn_options(),
+            )
         )
         self._thread = threading.Thread(target=self._server.run, daemon=True)
 

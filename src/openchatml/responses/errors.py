@@ -2,7 +2,8 @@
 
 ``APIError`` carries the HTTP status, the Open Responses error ``type``
 (``invalid_request_error``, ``not_found``, ``server_error``, ``model_error``,
-``too_many_requests``), a machine-readable ``code`` and the request ``param`` at fault.
+``too_many_requests``), a machine-readable ``code`` and the request ``param`` at fault;
+``retry_after`` (seconds), when set, is answered as a ``Retry-After`` header.
 ``body()`` is the JSON error envelope ``{"error": {message, type, param, code}}``.
 """
 
@@ -17,12 +18,23 @@ class APIError(Exception):
     status: int = 500
     type: str = "server_error"
     default_code: str = "server_error"
+    retry_after: int | None = None
+    """Seconds the client should wait before trying again (``Retry-After``), if it should."""
 
-    def __init__(self, message: str, *, param: str | None = None, code: str | None = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        param: str | None = None,
+        code: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.message = message
         self.param = param
         self.code = code or self.default_code
+        if retry_after is not None:
+            self.retry_after = retry_after
 
     def payload(self) -> dict[str, Any]:
         """``{message, type, param, code}``."""
@@ -58,12 +70,21 @@ class AuthError(APIError):
 
 
 class RateLimitError(APIError):
-    """Too many requests for this key (429)."""
+    """Too many requests, or responses at once, for this key or client (429)."""
 
     status = 429
     type = "too_many_requests"
     default_code = "rate_limit_exceeded"
-    retry_after: int = 1
+    retry_after: int | None = 1
+
+
+class OverloadedError(APIError):
+    """The server has no room for more work now (503): its queue of responses is full."""
+
+    status = 503
+    type = "server_error"
+    default_code = "server_overloaded"
+    retry_after: int | None = 1
 
 
 class PayloadTooLargeError(APIError):

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import secrets
+from typing import Final
+
+MAX_ID_LENGTH: Final = 256
+"""The longest id a client may give an item, or name a response or item by."""
 
 
 def new_id(prefix: str) -> str:

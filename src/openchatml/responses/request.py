@@ -17,15 +17,18 @@ from typing import Any, Final
 
 from . import ids
 from .errors import RequestError
+from .limits import DEFAULT_LIMITS, RequestLimits
 
 MAX_TEXT: Final = 10 * 1024 * 1024
 """The longest string the schema admits in one text field (10 MiB)."""
 
-_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+"""Names of tools, functions and formats: matched against the whole string (``fullmatch``)."""
 _EFFORTS: Final = ("none", "minimal", "low", "medium", "high", "xhigh")
 _SUMMARIES: Final = ("auto", "concise", "detailed")
 _CHOICES: Final = ("none", "auto", "required")
 _INCLUDES: Final = ("reasoning.encrypted_content", "message.output_text.logprobs")
+_MAX_INCLUDES: Final = 32
 _ACCEPTED_UNUSED: Final = ("user", "stream_options", "service_tier", "safety_identifier", "prompt_cache_key")
 
 
@@ -291,7 +294,7 @@ def _text_part(raw: Any, param: str, kinds: tuple[str, ...]) -> dict[str, Any]:
 
 
 def _item_id(item: Mapping[str, Any], param: str, make: Any) -> str:
-    value = _str(item.get("id"), f"{param}.id", optional=True, max_len=256)
+    value = _str(item.get("id"), f"{param}.id", optional=True, max_len=ids.MAX_ID_LENGTH)
     return value if value else str(make())
 
 
@@ -333,7 +336,7 @@ def _message_item(item: dict[str, Any], param: str) -> dict[str, Any]:
 
 def _function_call_item(item: dict[str, Any], param: str) -> dict[str, Any]:
     name = _req_str(item.get("name"), f"{param}.name", max_len=64)
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise _fail(f"{param}.name", f"Invalid '{param}.name': {name!r} must match ^[a-zA-Z0-9_-]+$.")
     return {
         "type": "function_call",
@@ -393,9 +396,15 @@ def _compaction_item(item: dict[str, Any], param: str) -> dict[str, Any]:
     }
 
 
-def parse_item(raw: Any, param: str) -> dict[str, Any]:
+def parse_item(raw: Any, param: str, limits: RequestLimits = DEFAULT_LIMITS) -> dict[str, Any]:
     """One input item, checked and normalised (see the module docstring)."""
     item = _obj(raw, param)
+    for key in ("content", "output", "summary"):
+        parts = item.get(key)
+        if isinstance(parts, list):
+            limits.check_count(
+                len(parts), limits.max_content_parts, f"{param}.{key}", "parts", "too_many_content_parts"
+            )
     kind = item.get("type")
     if kind is None and "role" in item:
         kind = "message"  # EasyInputMessage: {"role": ..., "content": ...}
@@ -410,7 +419,10 @@ def parse_item(raw: Any, param: str) -> dict[str, Any]:
     if kind == "compaction":
         return _compaction_item(item, param)
     if kind == "item_reference" or (kind is None and "id" in item):
-        return {"type": "item_reference", "id": _req_str(item.get("id"), f"{param}.id", max_len=256)}
+        return {
+            "type": "item_reference",
+            "id": _req_str(item.get("id"), f"{param}.id", max_len=ids.MAX_ID_LENGTH),
+        }
     raise _fail(
         f"{param}.type",
         f"Invalid input item type {kind!r} at '{param}'. Supported types are: "
@@ -419,8 +431,11 @@ def parse_item(raw: Any, param: str) -> dict[str, Any]:
     )
 
 
-def parse_input(value: Any, param: str = "input") -> tuple[dict[str, Any], ...]:
-    """``input``: a string (one user message) or a list of items."""
+def parse_input(
+    value: Any, param: str = "input", limits: RequestLimits = DEFAULT_LIMITS
+) -> tuple[dict[str, Any], ...]:
+    """``input``: a string (one user message) or a list of items (at most
+    ``limits.max_input_items``, of which at most ``limits.max_item_references`` references)."""
     if value is None:
         return ()
     if isinstance(value, str):
@@ -434,18 +449,27 @@ def parse_input(value: Any, param: str = "input") -> tuple[dict[str, Any], ...]:
                 "content": [{"type": "input_text", "text": text}],
             },
         )
-    return tuple(parse_item(item, f"{param}[{i}]") for i, item in enumerate(_list(value, param)))
+    raw = _list(value, param)
+    limits.check_count(len(raw), limits.max_input_items, param, "items", "too_many_input_items")
+    items = tuple(parse_item(item, f"{param}[{i}]", limits) for i, item in enumerate(raw))
+    references = sum(1 for item in items if item["type"] == "item_reference")
+    limits.check_count(
+        references, limits.max_item_references, param, "item references", "too_many_item_references"
+    )
+    return items
 
 
 # --- the rest of the body -------------------------------------------------------------
 
 
-def _tools(value: Any) -> tuple[FunctionTool, ...]:
+def _tools(value: Any, limits: RequestLimits) -> tuple[FunctionTool, ...]:
     if value is None:
         return ()
     tools: list[FunctionTool] = []
     seen: set[str] = set()
-    for i, raw in enumerate(_list(value, "tools")):
+    entries = _list(value, "tools")
+    limits.check_count(len(entries), limits.max_tools, "tools", "tools", "too_many_tools")
+    for i, raw in enumerate(entries):
         param = f"tools[{i}]"
         tool = _obj(raw, param)
         kind = tool.get("type", "function")
@@ -456,7 +480,7 @@ def _tools(value: Any) -> tuple[FunctionTool, ...]:
                 "unsupported_tool_type",
             )
         name = _req_str(tool.get("name"), f"{param}.name", max_len=64)
-        if not _NAME.match(name):
+        if not _NAME.fullmatch(name):
             raise _fail(f"{param}.name", f"Invalid '{param}.name': {name!r} must match ^[a-zA-Z0-9_-]+$.")
         if name in seen:
             raise _fail(f"{param}.name", f"Duplicate tool name {name!r} at '{param}'.")
@@ -495,7 +519,10 @@ def _tool_choice(value: Any, tools: tuple[FunctionTool, ...]) -> str | dict[str,
     if kind == "allowed_tools":
         mode = _enum(obj.get("mode"), "tool_choice.mode", _CHOICES) or "auto"
         allowed: list[dict[str, Any]] = []
-        for i, raw in enumerate(_list(obj.get("tools"), "tool_choice.tools")):
+        entries = _list(obj.get("tools"), "tool_choice.tools")
+        if len(entries) > len(tools):
+            raise _fail("tool_choice.tools", "'tool_choice.tools' lists more tools than 'tools' holds.")
+        for i, raw in enumerate(entries):
             entry = _obj(raw, f"tool_choice.tools[{i}]")
             name = _req_str(entry.get("name"), f"tool_choice.tools[{i}].name")
             if entry.get("type", "function") != "function" or name not in names:
@@ -522,7 +549,7 @@ def _text(value: Any) -> tuple[TextFormat, str | None]:
     if kind != "json_schema":
         return TextFormat(type=str(kind)), verbosity
     name = _req_str(fmt.get("name"), "text.format.name", max_len=64)
-    if not _NAME.match(name):
+    if not _NAME.fullmatch(name):
         raise _fail("text.format.name", f"Invalid 'text.format.name': {name!r} must match ^[a-zA-Z0-9_-]+$.")
     return TextFormat(
         type="json_schema",
@@ -577,13 +604,15 @@ _KNOWN: Final = frozenset(
 )
 
 
-def parse_request(body: Any) -> ResponseRequest:
-    """Check a create-response body; raises :class:`RequestError` naming the bad ``param``."""
+def parse_request(body: Any, limits: RequestLimits = DEFAULT_LIMITS) -> ResponseRequest:
+    """Check a create-response body within ``limits``; raises :class:`RequestError` naming
+    the bad ``param``."""
     data = _obj(body, "body")
+    limits.check_depth(data)
     for key in data:
         if key not in _KNOWN:
             raise _fail(key, f"Unknown parameter: '{key}'.", "unknown_parameter")
-    tools = _tools(data.get("tools"))
+    tools = _tools(data.get("tools"), limits)
     text_format, verbosity = _text(data.get("text"))
     reasoning = data.get("reasoning")
     effort = summary = None
@@ -593,9 +622,12 @@ def parse_request(body: Any) -> ResponseRequest:
         if effort == "minimal":  # OpenAI's name; Open Responses' lowest non-zero effort is low
             effort = "low"
         summary = _enum(reasoning.get("summary"), "reasoning.summary", _SUMMARIES)
+    includes = _list(data.get("include") or [], "include")
+    limits.check_count(len(includes), _MAX_INCLUDES, "include", "entries", "too_many_includes")
     include = tuple(
-        str(_enum(v, f"include[{i}]", _INCLUDES, optional=False))
-        for i, v in enumerate(_list(data.get("include") or [], "include"))
+        dict.fromkeys(
+            str(_enum(v, f"include[{i}]", _INCLUDES, optional=False)) for i, v in enumerate(includes)
+        )
     )
     stream = _bool(data.get("stream"), "stream", False)
     background = _bool(data.get("background"), "background", False)
@@ -605,10 +637,10 @@ def parse_request(body: Any) -> ResponseRequest:
     seed = _int(data.get("seed"), "seed", 0)
     return ResponseRequest(
         model=_str(data.get("model"), "model", optional=True, max_len=256),
-        input=parse_input(data.get("input")),
+        input=parse_input(data.get("input"), limits=limits),
         instructions=_str(data.get("instructions"), "instructions", optional=True),
         previous_response_id=_str(
-            data.get("previous_response_id"), "previous_response_id", optional=True, max_len=256
+            data.get("previous_response_id"), "previous_response_id", optional=True, max_len=ids.MAX_ID_LENGTH
         ),
         tools=tools,
         tool_choice=_tool_choice(data.get("tool_choice"), tools),

@@ -48,16 +48,18 @@ def prepare(
     conversation: Conversation,
     *,
     context_length: int | None,
+    max_input_tokens: int | None = None,
     encoding: Encoding | None = None,
     prompt_of: Callable[[Conversation], list[int]] | None = None,
     stop_ids: Sequence[int] = STOP_IDS,
 ) -> Prepared:
     """Prompt ids and sampling settings for ``request``; raises :class:`RequestError`
-    (``context_length_exceeded``) when the prompt leaves no room to answer.
+    (``context_length_exceeded``) when the prompt leaves no room to answer, or
+    (``input_tokens_exceeded``) when it is longer than ``max_input_tokens``.
 
     With ``truncation: "auto"`` a prompt that does not fit loses its oldest messages after
     the system and developer ones (as few as leave room for ``max_output_tokens``, or for
-    one token) before it is refused.
+    one token, and bring it within ``max_input_tokens``) before it is refused.
 
     ``prompt_of`` renders a conversation to ids (default: Harmony through ``encoding``);
     ``stop_ids`` end sampling (default: Harmony's).
@@ -65,10 +67,21 @@ def prepare(
     if prompt_of is None:
         prompt_of = Renderer(_RENDER, encoding).completion_tokens
     prompt = prompt_of(conversation)
-    if context_length is not None and request.truncation == "auto":
-        wanted = request.max_output_tokens or 1
-        wanted = wanted if wanted < context_length else 1
-        prompt = _truncated(prompt_of, conversation, prompt, context_length - wanted)
+    if request.truncation == "auto":
+        budget = max_input_tokens
+        if context_length is not None:
+            wanted = request.max_output_tokens or 1
+            wanted = wanted if wanted < context_length else 1
+            budget = min(context_length - wanted, budget or context_length)
+        if budget is not None:
+            prompt = _truncated(prompt_of, conversation, prompt, budget)
+    if max_input_tokens is not None and len(prompt) > max_input_tokens:
+        raise RequestError(
+            f"The input is {len(prompt)} tokens; this server accepts at most {max_input_tokens} "
+            "input tokens per response.",
+            param="input",
+            code="input_tokens_exceeded",
+        )
     room = None if context_length is None else context_length - len(prompt)
     if room is not None and room < 1:
         raise RequestError(

@@ -18,6 +18,7 @@ from ..engines.base import EngineError
 from ..responses.crypto import Sealer
 from ..responses.dialect import TemplateDialect
 from ..responses.input import PromptSettings
+from .admission import Admission
 from .app import Limits, create_app
 from .auth import KeyChecker
 from .config import ConfigError, ServerConfig, open_engine, open_store, sealing_key
@@ -53,6 +54,7 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
         dialect=dialect,
         sealer=Sealer(sealing_key(config.home)),
         settings=ServiceSettings(prompt=PromptSettings(), ttl_seconds=config.ttl_seconds),
+        admission=Admission(config.running_limit(), config.max_queued, config.max_per_key),
     )
 
     async def shutdown() -> None:
@@ -63,7 +65,11 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
     return create_app(
         service,
         keys=KeyChecker(config.api_keys),
-        limits=Limits(config.max_body_bytes, config.requests_per_minute),
+        limits=Limits(
+            config.max_body_bytes,
+            config.requests_per_minute,
+            auth_failures_per_minute=config.auth_failures_per_minute,
+        ),
         on_shutdown=shutdown,
     )
 
@@ -90,7 +96,10 @@ def serve(config: ServerConfig) -> int:
             f"openchatml serving {info.id} ({where}) on http://{config.host}:{config.port}/v1/responses"
             f" — store: {store if store is not None else 'none'}{keys}"
         )
-        server = uvicorn.Server(uvicorn.Config(app, host=config.host, port=config.port, log_level="warning"))
+        options = app.state.limits.uvicorn_options()
+        server = uvicorn.Server(
+            uvicorn.Config(app, host=config.host, port=config.port, log_level="warning", **options)
+        )
         await server.serve()
         return 0
 

@@ -22,6 +22,11 @@ from .store.base import Store
 from .store.sqlite import SQLiteStore
 
 DEFAULT_MODEL: Final = "openai/gpt-oss-20b"
+RUNNING_IN_PROCESS: Final = 1
+"""Responses generating at once by default with the in-process engine (it generates one
+at a time: more would only wait on it, outside the queue's order)."""
+RUNNING_UPSTREAM: Final = 16
+"""Responses generating at once by default over an upstream server."""
 TINY: Final = "tiny"
 KEY_ENV: Final = "OPENCHATML_SECRET_KEY"
 
@@ -49,6 +54,14 @@ class ServerConfig:
     port: int = 8000
     api_keys: tuple[str, ...] = ()
     requests_per_minute: int | None = None
+    auth_failures_per_minute: int | None = 10
+    """Failed authentications a minute per client address (then 429 for that address)."""
+    max_running: int | None = None
+    """Responses generating at once; ``None``: the engine's default (:meth:`running_limit`)."""
+    max_queued: int | None = 32
+    """Responses waiting for the engine beyond those (then 503)."""
+    max_per_key: int | None = 8
+    """Responses one API key has queued or running at once (then 429)."""
     max_body_bytes: int = 32 * 1024 * 1024
     ttl_seconds: int | None = 30 * 24 * 3600
     served_name: str | None = None
@@ -57,6 +70,14 @@ class ServerConfig:
     def engine_name(self) -> str:
         """``upstream`` or ``transformers``."""
         return "upstream" if self.upstream else "transformers"
+
+    def running_limit(self) -> int | None:
+        """How many responses generate at once: ``max_running`` (``0``: no limit → ``None``),
+        or when unset :data:`RUNNING_UPSTREAM` over an upstream server and
+        :data:`RUNNING_IN_PROCESS` in process."""
+        if self.max_running is None:
+            return RUNNING_UPSTREAM if self.upstream else RUNNING_IN_PROCESS
+        return self.max_running or None
 
 
 class ConfigError(Exception):

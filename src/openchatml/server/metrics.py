@@ -19,7 +19,14 @@ class Metrics:
             "openchatml_http_requests", "HTTP requests by route and status.", ["route", "status"], registry=r
         )
         self.responses = Counter("openchatml_responses", "Responses by final status.", ["status"], registry=r)
+        self.stream_failures = Counter(
+            "openchatml_stream_failures",
+            "Streams ended by an error of the server while writing them (an error event, then "
+            "response.failed).",
+            registry=r,
+        )
         self.running = Gauge("openchatml_responses_running", "Responses being generated.", registry=r)
+        self.queued = Gauge("openchatml_responses_queued", "Responses waiting for the engine.", registry=r)
         self.input_tokens = Counter("openchatml_input_tokens", "Prompt tokens.", registry=r)
         self.output_tokens = Counter("openchatml_output_tokens", "Sampled tokens.", registry=r)
         self.reasoning_tokens = Counter(
@@ -34,9 +41,13 @@ class Metrics:
         """A response started."""
         self.running.inc()
 
-    def finished(self, status: str, usage: Usage, ttft: float | None, seconds: float) -> None:
-        """A response ended with ``status`` after ``seconds``."""
-        self.running.dec()
+    def finished(
+        self, status: str, usage: Usage, ttft: float | None, seconds: float, *, running: bool = True
+    ) -> None:
+        """A response ended with ``status`` after ``seconds`` (``running``: it had started
+        generating; a response cancelled while queued had not)."""
+        if running:
+            self.running.dec()
         self.responses.labels(status).inc()
         self.input_tokens.inc(usage.input_tokens)
         self.output_tokens.inc(usage.output_tokens)

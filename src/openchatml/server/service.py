@@ -32,14 +32,16 @@ from ..responses.crypto import Sealer
 from ..responses.dialect import Dialect, HarmonyDialect
 from ..responses.errors import APIError, ConflictError, NotFoundError, RequestError
 from ..responses.input import PromptSettings, build_conversation
+from ..responses.limits import RequestLimits
 from ..responses.replay import replay_events
 from ..responses.request import ResponseRequest
 from ..responses.resource import TERMINAL, ResponseState
 from ..responses.runner import Prepared, run_events
 from ..responses.stream import ResponseStream
 from ..responses.summary import summary_deltas
+from .admission import Admission, Ticket
 from .metrics import Metrics
-from .store.base import Store, StoredResponse
+from .store.base import HistoryTooLong, Store, StoredResponse
 
 log = logging.getLogger("openchatml.server")
 
@@ -55,6 +57,8 @@ class ServiceSettings:
 
     model_aliases: tuple[str, ...] = ()
     prompt: PromptSettings = field(default_factory=PromptSettings)
+    limits: RequestLimits = field(default_factory=RequestLimits)
+    """The bounds on one request (conversation length and input tokens are checked here)."""
     ttl_seconds: int | None = 30 * 24 * 3600
     background_linger_seconds: float = 60.0
     maintenance_seconds: float = 10.0
@@ -82,6 +86,7 @@ class Run:
         self.task: asyncio.Task[None] | None = None
         self.publisher: asyncio.Task[None] | None = None
         self.stream: ResponseStream | None = None
+        self.ticket: Ticket | None = None
         self._wake = asyncio.Event()
 
     def append(self, event: dict[str, Any]) -> None:
@@ -131,13 +136,16 @@ class ResponseService:
         settings: ServiceSettings | None = None,
         metrics: Metrics | None = None,
         dialect: Dialect | None = None,
+        admission: Admission | None = None,
     ) -> None:
         self.engine = engine
+        self.admission = admission or Admission()
         self.dialect: Dialect = dialect or HarmonyDialect()
         self.store = store
         self.sealer = sealer
         self.settings = settings or ServiceSettings()
         self.metrics = metrics or Metrics()
+        self.metrics.queued.set_function(lambda: self.admission.queued)
         self.runs: dict[str, Run] = {}
         self._tasks: set[asyncio.Task[Any]] = set()
         self._waiters: dict[str, set[asyncio.Event]] = {}
@@ -169,9 +177,18 @@ class ResponseService:
         previous = request.previous_response_id
         if previous is None:
             return []
+        limits = self.settings.limits
+        room = max(0, limits.max_conversation_items - len(request.input))
         if local is not None and previous in local:
+            limits.check_conversation(len(local[previous]), len(request.input))
             return list(local[previous])
-        history = await self.store.history(previous, owner) if self.store is not None else None
+        try:
+            history = (
+                await self.store.history(previous, owner, max_items=room) if self.store is not None else None
+            )
+        except HistoryTooLong as exc:
+            limits.check_conversation(exc.count, len(request.input))
+            raise
         if history is None:
             raise NotFoundError(
                 f"Previous response with id {previous!r} not found.",
@@ -220,10 +237,30 @@ class ResponseService:
         *,
         local_history: Mapping[str, list[dict[str, Any]]] | None = None,
     ) -> Run:
-        """Check and start a response; returns its :class:`Run` (events begin arriving).
+        """Check, admit and start a response; returns its :class:`Run` (events begin
+        arriving once the engine takes it: it waits its turn, FIFO, behind the responses
+        :attr:`admission` lets run).
 
-        Raises :class:`APIError` for a bad request (nothing is stored then).
+        Raises :class:`APIError` for a bad request (nothing is stored then), a 429 when
+        ``owner`` holds as many responses as one key may, a 503 when the queue is full.
         """
+        self.check_model(request.model)  # a wrong model is a 404 however busy the server
+        ticket = self.admission.reserve(owner or None)
+        try:
+            return await self._start(request, owner, ticket, local_history)
+        except BaseException:
+            ticket.release()
+            raise
+
+    async def _start(
+        self,
+        request: ResponseRequest,
+        owner: str,
+        ticket: Ticket,
+        local_history: Mapping[str, list[dict[str, Any]]] | None,
+    ) -> Run:
+        """:meth:`start` with the response's place reserved (``ticket``), which its run
+        gives back when it ends."""
         model = self.check_model(request.model)
         history, new_input = await self.items(request, owner, local_history)
         items = history + new_input
@@ -246,6 +283,7 @@ class ResponseService:
         stored = request.store and self.store is not None
         run = Run(state.id, owner, request.background, stored=stored)
         run.stream = stream
+        run.ticket = ticket
         created: asyncio.Future[None] | None = None
         if stored:
             assert self.store is not None
@@ -253,10 +291,10 @@ class ResponseService:
             record = StoredResponse(state.id, owner, state.to_json(), new_input, expires)
             created = asyncio.ensure_future(self.store.create(record))
         # the engine starts while the store writes: no prefill waits on the database
-        self.metrics.started()
         run.task = asyncio.create_task(
             self._drive(run, stream, prepared, created), name=f"response {state.id}"
         )
+        run.task.add_done_callback(lambda _: ticket.release())  # even if it never ran
         if created is not None and request.background:
             run.publisher = asyncio.create_task(self._publish(run, created), name=f"events of {state.id}")
         if created is not None:
@@ -275,16 +313,33 @@ class ResponseService:
         hop for both steps: under many concurrent requests, each hop costs more than the
         work of a usual prompt)."""
         conversation = build_conversation(request, items, settings=self.settings.prompt, sealer=self.sealer)
-        return self.dialect.prepare(request, conversation, context_length=self.engine.info.context_length)
+        return self.dialect.prepare(
+            request,
+            conversation,
+            context_length=self.engine.info.context_length,
+            max_input_tokens=self.settings.limits.max_input_tokens,
+        )
+
+    def prompt_length(self, request: ResponseRequest, items: list[dict[str, Any]]) -> int:
+        """How many tokens the prompt of ``request`` over ``items`` is (no context window
+        applies; CPU work: call it from a worker thread)."""
+        conversation = build_conversation(request, items, settings=self.settings.prompt, sealer=self.sealer)
+        return len(self.dialect.prepare(request, conversation, context_length=None).prompt)
 
     async def _drive(
         self, run: Run, stream: ResponseStream, prepared: Prepared, created: asyncio.Future[None] | None
     ) -> None:
-        """Run the engine into ``run``'s events; with ``created`` (the store's first write,
-        still under way) every later write waits for it, and is skipped if it failed."""
+        """Run the engine into ``run``'s events once its ticket holds a running slot (given
+        back when the engine is done, whatever the end); with ``created`` (the store's first
+        write, still under way) every later write waits for it, and is skipped if it failed."""
         started = time.perf_counter()
         first_token: float | None = None
+        running = False
         try:
+            if run.ticket is not None:
+                await run.ticket.acquire()
+            self.metrics.started()
+            running = True
             summarize = self._summarizer(stream.state.request.reasoning_summary)
             async for event in run_events(self.engine, prepared, stream, summarize=summarize):
                 kind = event["type"]
@@ -295,6 +350,9 @@ class ResponseService:
                     await created
                     await self._save(stream)
         except asyncio.CancelledError:
+            if not run.events:  # cancelled while queued: the stream still opens as every stream does
+                for event in stream.begin():
+                    run.append(event)
             for event in stream.finish("cancelled"):
                 run.append(event)
         except Exception as exc:  # the engine or the store failed: the response fails, the server stays up
@@ -303,9 +361,13 @@ class ResponseService:
             for event in stream.finish("error", error=payload):
                 run.append(event)
         finally:
+            if run.ticket is not None:
+                run.ticket.release()
             run.close()
             state = stream.state
-            self.metrics.finished(state.status, stream.usage(), first_token, time.perf_counter() - started)
+            self.metrics.finished(
+                state.status, stream.usage(), first_token, time.perf_counter() - started, running=running
+            )
             if run.publisher is not None:  # every event stored before the final snapshot
                 with contextlib.suppress(Exception):
                     await asyncio.shield(run.publisher)

@@ -21,6 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
+class HistoryTooLong(Exception):
+    """A ``previous_response_id`` chain holds more items than were asked for."""
+
+    def __init__(self, count: int) -> None:
+        super().__init__(f"the conversation holds {count} items")
+        self.count = count
+
+
 @dataclass(slots=True)
 class StoredResponse:
     """One stored response: snapshot, input items, owner and expiry."""
@@ -98,9 +106,12 @@ class Store(Protocol):
         """A page of the response's input items (``order`` ``asc`` or ``desc``), or ``None``."""
         ...
 
-    async def history(self, response_id: str, owner: str) -> list[dict[str, Any]] | None:
+    async def history(
+        self, response_id: str, owner: str, *, max_items: int | None = None
+    ) -> list[dict[str, Any]] | None:
         """``input + output`` of every response of the chain ending at ``response_id``,
-        oldest first; ``None`` if that response is not ``owner``'s."""
+        oldest first; ``None`` if that response is not ``owner``'s. Raises
+        :class:`HistoryTooLong` (before loading any) when there are more than ``max_items``."""
         ...
 
     async def find_items(self, item_ids: Sequence[str], owner: str) -> dict[str, dict[str, Any]]:

@@ -27,7 +27,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 import orjson
 
-from .base import ItemPage, StoredResponse
+from .base import HistoryTooLong, ItemPage, StoredResponse
 
 T = TypeVar("T")
 
@@ -73,6 +73,14 @@ MAX_CHAIN: Final = 10_000
 """The longest ``previous_response_id`` chain followed."""
 
 UNFINISHED: Final = ("queued", "in_progress")
+
+_CHAIN: Final = (
+    "WITH RECURSIVE chain(id, previous_id, depth) AS ("
+    " SELECT id, previous_id, 0 FROM responses WHERE id = ? AND owner = ?"
+    " UNION ALL SELECT r.id, r.previous_id, c.depth + 1 FROM responses r"
+    " JOIN chain c ON r.id = c.previous_id WHERE r.owner = ? AND c.depth < ?)"
+)
+"""The ``previous_response_id`` chain from a response (id, owner, owner, most links)."""
 
 
 def _dump(value: Any) -> str:
@@ -371,21 +379,22 @@ class SQLStore:
 
         return await self._run(read)
 
-    async def history(self, response_id: str, owner: str) -> list[dict[str, Any]] | None:
-        """Input and output items of the chain ending at ``response_id``, oldest first."""
+    async def history(
+        self, response_id: str, owner: str, *, max_items: int | None = None
+    ) -> list[dict[str, Any]] | None:
+        """Input and output items of the chain ending at ``response_id``, oldest first;
+        :class:`~.base.HistoryTooLong` when they are more than ``max_items`` (counted first)."""
 
         def read(conn: Connection) -> list[dict[str, Any]] | None:
-            chain = self._x(
-                conn,
-                "WITH RECURSIVE chain(id, previous_id, depth) AS ("
-                " SELECT id, previous_id, 0 FROM responses WHERE id = ? AND owner = ?"
-                " UNION ALL SELECT r.id, r.previous_id, c.depth + 1 FROM responses r"
-                " JOIN chain c ON r.id = c.previous_id WHERE r.owner = ? AND c.depth < ?)"
-                " SELECT id FROM chain ORDER BY depth DESC",
-                (response_id, owner, owner, MAX_CHAIN),
-            ).fetchall()
+            params = (response_id, owner, owner, MAX_CHAIN)
+            chain = self._x(conn, _CHAIN + " SELECT id FROM chain ORDER BY depth DESC", params).fetchall()
             if not chain:
                 return None
+            if max_items is not None:
+                counted = _CHAIN + " SELECT COUNT(*) FROM items WHERE response_id IN (SELECT id FROM chain)"
+                count = int(self._x(conn, counted, params).fetchone()[0])
+                if count > max_items:
+                    raise HistoryTooLong(count)
             out: list[dict[str, Any]] = []
             for (rid,) in chain:
                 for role in ("input", "output"):
