@@ -20,7 +20,7 @@ import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import IO, Any, Literal, ParamSpec, TypeVar
 
@@ -39,6 +39,7 @@ from .interchange import (
 from .messages import Conversation, Role
 from .parse import StreamParser
 from .render import CoTPolicy, Profile, RenderConfig, Renderer
+from .responses.limits import DEFAULT_LIMITS
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -542,6 +543,28 @@ __all__ = ["main"]
 )
 @click.option("--max-body-mb", type=float, default=32.0, show_default=True, help="Largest request body.")
 @click.option(
+    "--max-input-tokens",
+    type=click.IntRange(min=0),
+    metavar="N",
+    help="Prompt tokens one response may have, whatever the context window (0 or unset: the window).",
+)
+@click.option(
+    "--max-input-items",
+    type=click.IntRange(min=1),
+    default=DEFAULT_LIMITS.max_input_items,
+    show_default=True,
+    metavar="N",
+    help="Items in one request's input (400 beyond).",
+)
+@click.option(
+    "--max-conversation-items",
+    type=click.IntRange(min=1),
+    default=DEFAULT_LIMITS.max_conversation_items,
+    show_default=True,
+    metavar="N",
+    help="Items of a conversation: its previous_response_id chain plus the new input (400 beyond).",
+)
+@click.option(
     "--ttl-days", type=float, default=30.0, show_default=True, help="Stored responses expire after."
 )
 def serve(
@@ -562,6 +585,9 @@ def serve(
     max_queued: int,
     max_per_key: int,
     max_body_mb: float,
+    max_input_tokens: int | None,
+    max_input_items: int,
+    max_conversation_items: int,
     ttl_days: float,
 ) -> None:
     """Serve the Open Responses API (/v1/responses: JSON, SSE, WebSocket) over a model."""
@@ -589,6 +615,12 @@ def serve(
         max_queued=max_queued,
         max_per_key=max_per_key,
         max_body_bytes=int(max_body_mb * 1024 * 1024),
+        request_limits=replace(
+            DEFAULT_LIMITS,
+            max_input_tokens=max_input_tokens or None,
+            max_input_items=max_input_items,
+            max_conversation_items=max_conversation_items,
+        ),
         ttl_seconds=int(ttl_days * 86400) if ttl_days > 0 else None,
         served_name=served_model_name,
     )

@@ -53,7 +53,9 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
         store,
         dialect=dialect,
         sealer=Sealer(sealing_key(config.home)),
-        settings=ServiceSettings(prompt=PromptSettings(), ttl_seconds=config.ttl_seconds),
+        settings=ServiceSettings(
+            prompt=PromptSettings(), limits=config.request_limits, ttl_seconds=config.ttl_seconds
+        ),
         admission=Admission(config.running_limit(), config.max_queued, config.max_per_key),
     )
 

@@ -18,6 +18,7 @@ from typing import Final
 
 from ..engines.base import Engine, EngineError
 from ..responses.crypto import KEY_BYTES, new_key
+from ..responses.limits import DEFAULT_LIMITS, RequestLimits
 from .store.base import Store
 from .store.sqlite import SQLiteStore
 
@@ -63,6 +64,8 @@ class ServerConfig:
     max_per_key: int | None = 8
     """Responses one API key has queued or running at once (then 429)."""
     max_body_bytes: int = 32 * 1024 * 1024
+    request_limits: RequestLimits = DEFAULT_LIMITS
+    """The bounds on one request's work (items, tools, nesting, history, input tokens)."""
     ttl_seconds: int | None = 30 * 24 * 3600
     served_name: str | None = None
 
