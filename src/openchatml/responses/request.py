@@ -574,7 +574,7 @@ def _metadata(value: Any) -> dict[str, str]:
     return out
 
 
-_KNOWN: Final = frozenset(
+REQUEST_KEYS: Final = frozenset(
     {
         "model",
         "input",
@@ -610,7 +610,7 @@ def parse_request(body: Any, limits: RequestLimits = DEFAULT_LIMITS) -> Response
     data = _obj(body, "body")
     limits.check_depth(data)
     for key in data:
-        if key not in _KNOWN:
+        if key not in REQUEST_KEYS:
             raise _fail(key, f"Unknown parameter: '{key}'.", "unknown_parameter")
     tools = _tools(data.get("tools"), limits)
     text_format, verbosity = _text(data.get("text"))

@@ -162,7 +162,8 @@ class _Bounded:
 class _Counted:
     """ASGI middleware counting every HTTP answer by route and status. An unexpected
     error is logged and answered 500 in the error shape (counted too); the connection
-    stays usable."""
+    stays usable. A write refused because the client has gone (``OSError`` from the
+    server, as ASGI allows) is no error of ours: counted 499, logged at debug level."""
 
     def __init__(self, app: Any, metrics: Metrics) -> None:
         self.app = app
@@ -173,18 +174,26 @@ class _Counted:
             await self.app(scope, receive, send)
             return
         status = 500
-        started = False
+        started = gone = False
 
         async def sending(message: Any) -> None:
-            nonlocal status, started
+            nonlocal status, started, gone
             if message["type"] == "http.response.start":
                 status = int(message["status"])
                 started = True
-            await send(message)
+            try:
+                await send(message)
+            except OSError:
+                gone = True
+                raise
 
         try:
             await self.app(scope, receive, sending)
         except Exception:
+            if gone:
+                status = CLIENT_CLOSED_REQUEST
+                log.debug("client left %s %s before its answer", scope.get("method"), scope.get("path"))
+                return
             log.exception("unexpected error on %s %s", scope.get("method"), scope.get("path"))
             if not started:
                 status = 500
@@ -398,7 +407,7 @@ def create_app(
     @app.post("/responses/compact", include_in_schema=False)
     async def compact(request: Request) -> Response:
         owner = caller(request)
-        parsed = await read_request(request, only=_COMPACT_KEYS)
+        parsed = await read_request(request, only=COMPACT_KEYS)
         if parsed.model is None:
             raise RequestError("'model' is required.", param="model", code="missing_required_parameter")
         service.check_model(parsed.model)
@@ -470,7 +479,7 @@ def create_app(
 _INLINE_BYTES: Final = 64 * 1024
 """Bodies up to this size are decoded and checked on the event loop (a thread hop costs
 more than the work); larger ones in a worker thread."""
-_COMPACT_KEYS: Final = frozenset(
+COMPACT_KEYS: Final = frozenset(
     {"model", "input", "previous_response_id", "instructions", "prompt_cache_key"}
 )
 _MAX_QUERY_INT: Final = 2**53
@@ -570,7 +579,7 @@ async def _wait_unless_client_leaves(
     if waiting.done() and not waiting.cancelled():
         return waiting.result(), False
     left = watching.done() and not watching.cancelled() and watching.exception() is None
-    if left and run.task is not None and not run.task.done():
+    if left and run.task is not None and not run.done:  # an ended run is saving: let it
         run.task.cancel()
     return await service.wait(run), left
 

@@ -369,10 +369,10 @@ class ResponseService:
                 state.status, stream.usage(), first_token, time.perf_counter() - started, running=running
             )
             if run.publisher is not None:  # every event stored before the final snapshot
-                with contextlib.suppress(Exception):
+                with contextlib.suppress(Exception, asyncio.CancelledError):
                     await asyncio.shield(run.publisher)
-            if created is not None:
-                with contextlib.suppress(Exception):
+            if created is not None:  # the run has ended: a late cancel leaves the save to finish
+                with contextlib.suppress(Exception, asyncio.CancelledError):
                     await asyncio.shield(self._save_after(created, stream))
             self._forget_later(run)
 
