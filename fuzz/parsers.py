@@ -835,21 +835,29 @@ TemplateCase = tuple[str, str, list[int], ParseOptions]
 
 
 def check_template(case: TemplateCase) -> None:
-    """Whole and streamed parses agree, the deltas add up to the message, no parser
-    failure of its own, and finished tool-call arguments are JSON."""
+    """Whole and streamed parses agree (see :func:`check_streamed`)."""
     name, text, marks, options = case
     fmt = template_data(name).fmt
     whole = open_parser(fmt, options)
     whole.feed(text)
     whole.finish()
+    check_streamed(fmt, text, marks, options, whole.message)
+
+
+def check_streamed(
+    fmt: TemplateFormat, text: str, cuts: Sequence[int], options: ParseOptions, whole: Any
+) -> None:
+    """``text`` fed to ``fmt``'s output parser in the pieces ``cuts`` make gives the
+    message ``whole``, with no parser failure of its own; the deltas add up to the message,
+    and finished tool-call arguments are JSON."""
     parser = open_parser(fmt, options)
     start = parser.message
     deltas: list[Delta] = []
-    for chunk in pieces(text, marks):
+    for chunk in pieces(text, sorted(set(cuts))):
         deltas += parser.feed(chunk)
     deltas += parser.finish()
     message = parser.message
-    assert message == whole.message, f"streamed {message}\n   whole {whole.message}"
+    assert message == whole, f"streamed {message}\n   whole {whole}"
     assert not [w for w in message.warnings if w.code == "W-INTERNAL"], message.warnings
     assert start.content + "".join(d.text for d in deltas if d.kind == CONTENT) == message.content
     assert start.reasoning + "".join(d.text for d in deltas if d.kind == REASONING) == message.reasoning

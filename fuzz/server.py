@@ -33,20 +33,23 @@ seed builds the same requests, against a fresh server.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 import random
 import string
+import sys
 import traceback
 from collections.abc import AsyncIterator, Callable, MutableMapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 from urllib.parse import quote as _quote
 from urllib.parse import unquote
 
 import orjson
 
-from openchatml import Message, Renderer
+from openchatml import Message
 from openchatml.engines.base import Chunk, EngineError, ModelInfo, SamplingParams, TokenLogprob
 from openchatml.responses import ids
 from openchatml.responses.crypto import Sealer
@@ -105,18 +108,22 @@ KNOWN_KEYS: Final = (
     "effort",
 )
 """The keys of a create-response body."""
-WORDS: Final = (
-    "user",
-    "assistant",
-    "system",
-    "developer",
-    "tool",
+INPUT_ITEM_TYPES: Final = (
     "message",
     "function_call",
     "function_call_output",
     "reasoning",
     "compaction",
     "item_reference",
+)
+"""The item types a checked request's input holds."""
+WORDS: Final = (
+    "user",
+    "assistant",
+    "system",
+    "developer",
+    "tool",
+    *INPUT_ITEM_TYPES,
     "input_text",
     "output_text",
     "text",
@@ -789,14 +796,7 @@ def check_validator_case(case: ValidatorCase) -> None:
         return
     assert isinstance(result, ResponseRequest), type(result)
     for item in result.input:
-        assert item["type"] in (
-            "message",
-            "function_call",
-            "function_call_output",
-            "reasoning",
-            "compaction",
-            "item_reference",
-        ), item
+        assert item["type"] in INPUT_ITEM_TYPES, item
         assert isinstance(item.get("id"), str), item
         assert item["id"] or item["type"] == "item_reference", item  # a reference to "" is a 404 later
 
@@ -813,18 +813,12 @@ class InjectedFailure(EngineError):
     """The failure the fuzz engine raises on purpose (a response ``failed``, no bug)."""
 
 
-def _ids(*messages: Message) -> list[int]:
-    """The ids a model samples to say ``messages`` after ``<|start|>assistant``."""
-    renderer = Renderer()
-    out: list[int] = []
-    for message in messages:
-        out += renderer.message_tokens(message)
-    if messages and not messages[-1].is_tool_call:
-        out[-1] = 200002  # <|return|>
-    return out[2:]
-
-
 def _scripts() -> list[list[int]]:
+    """Known answers, as the ids a model samples (the server tests' own scripts)."""
+    tests = str(Path(__file__).resolve().parents[1] / "tests" / "server")
+    if tests not in sys.path:
+        sys.path.insert(0, tests)
+    _ids = importlib.import_module("live").completion
     answer = Message.assistant("Hello there!", channel="final")
     thinking = Message.assistant("The user says hi. I answer.", channel="analysis")
     call = Message.tool_call("functions.get_weather", '{"city": "Paris"}')

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, settings
 from openchatml.encoding import export_o200k_base
 
 sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))  # the fuzz package: shared checks
 
 import llamacpp_harness
 import vllm_harness

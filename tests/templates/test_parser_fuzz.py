@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from data_paths import CASES as CASES_FILE
 from data_paths import TEMPLATES
+from fuzz.parsers import check_streamed
 from hand_formats import BY_TEMPLATE, FORMATS
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -22,11 +23,6 @@ from openchatml.templates.analysis import analyze_source
 from openchatml.templates.format import TemplateFormat
 from openchatml.templates.output import open_parser
 from openchatml.templates.parser import (
-    CONTENT,
-    REASONING,
-    TOOL_ARGUMENTS,
-    TOOL_CALL,
-    Delta,
     ParsedMessage,
     ParseOptions,
     parse_output,
@@ -79,30 +75,9 @@ def markers(fmt: TemplateFormat) -> list[str]:
 
 
 def check(fmt: TemplateFormat, text: str, cuts: list[int], options: ParseOptions) -> None:
+    """Streamed at ``cuts`` equals the batch parse (see :func:`fuzz.parsers.check_streamed`)."""
     whole = parse_output(fmt, text, options) if not fmt.harmony else parse_whole(fmt, text, options)
-    parser = open_parser(fmt, options)
-    start = parser.message
-    deltas: list[Delta] = []
-    points = sorted(set(cuts))
-    for a, b in zip([0, *points], [*points, len(text)], strict=True):
-        deltas += parser.feed(text[a:b])
-    deltas += parser.finish()
-    message = parser.message
-    assert message == whole
-    assert not [w for w in message.warnings if w.code == "W-INTERNAL"], message.warnings
-    assert start.content + "".join(d.text for d in deltas if d.kind == CONTENT) == message.content
-    assert start.reasoning + "".join(d.text for d in deltas if d.kind == REASONING) == message.reasoning
-    arguments: dict[int, str] = {}
-    for d in deltas:
-        if d.kind == TOOL_CALL:
-            arguments[d.index] = ""
-        elif d.kind == TOOL_ARGUMENTS:
-            arguments[d.index] += d.text
-    for index, call in enumerate(message.tool_calls):
-        if index >= len(start.tool_calls):
-            assert arguments[index] == call.arguments
-        if not options.partial and not fmt.harmony:
-            json.loads(call.arguments)
+    check_streamed(fmt, text, cuts, options, whole)
 
 
 def parse_whole(fmt: TemplateFormat, text: str, options: ParseOptions) -> ParsedMessage:
