@@ -29,7 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from openchatml.encoding import export_o200k_base
+from openchatml.core.encoding import export_o200k_base
 
 # openai-harmony reads o200k_base from this folder instead of downloading it
 os.environ.setdefault(

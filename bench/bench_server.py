@@ -43,7 +43,7 @@ from typing import Any
 
 import httpx
 
-from openchatml.encoding import export_o200k_base
+from openchatml.core.encoding import export_o200k_base
 
 # vLLM's own Responses endpoint reads o200k_base from this folder instead of downloading it
 os.environ.setdefault(
@@ -56,7 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "server")
 from cli_server import CliServer
 
 import vllm_harness
-from openchatml.engines.tiny import ensure_tiny_model
+from openchatml.demo_models.tiny_random import ensure_tiny_model
 from openchatml.responses.input import build_conversation
 from openchatml.responses.request import parse_request
 from openchatml.responses.runner import prepare

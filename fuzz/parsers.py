@@ -1,7 +1,7 @@
 """Fuzz targets of the parsers.
 
 * The Harmony / OpenChatML 2.2 parser over text and over token ids, strict and lenient:
-  only typed errors (:class:`~openchatml.errors.OCMError`, the input's fault, at a
+  only typed errors (:class:`~openchatml.core.errors.OCMError`, the input's fault, at a
   position of the right unit), lenient never raises, events agree with the messages and
   repairs, and lenient output renders and reads back strictly.
 * Streaming equals batch: text cut at random points, token ids one by one and in random
@@ -54,14 +54,8 @@ from openchatml import (
     parse_text,
     parse_tokens,
 )
-from openchatml.parse import MAX_HEADER, MAX_PRELUDE
-from openchatml.templates.analysis import analyze_source
-from openchatml.templates.environment import ChatTemplate
-from openchatml.templates.errors import TemplateError
-from openchatml.templates.format import TemplateFormat
-from openchatml.templates.output import open_parser
-from openchatml.templates.parser import CONTENT, REASONING, TOOL_ARGUMENTS, TOOL_CALL, Delta, ParseOptions
-from openchatml.tokens import (
+from openchatml.core.parse import MAX_HEADER, MAX_PRELUDE
+from openchatml.core.tokens import (
     CALL_ID,
     CHANNEL_ID,
     CONSTRAIN_ID,
@@ -73,6 +67,12 @@ from openchatml.tokens import (
     ControlToken,
     sanitize_header_value,
 )
+from openchatml.templates.analysis import analyze_source
+from openchatml.templates.environment import ChatTemplate
+from openchatml.templates.errors import TemplateError
+from openchatml.templates.format import TemplateFormat
+from openchatml.templates.output import open_parser
+from openchatml.templates.parser import CONTENT, REASONING, TOOL_ARGUMENTS, TOOL_CALL, Delta, ParseOptions
 
 from .target import Target, target
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, settings
 
-from openchatml.encoding import export_o200k_base
+from openchatml.core.encoding import export_o200k_base
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1]))  # the fuzz package: shared checks
@@ -56,7 +56,7 @@ def vllm_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[vllm_harne
     """vLLM (CPU) serving the tiny gpt-oss, started once per session."""
     if vllm_harness.MODE == "0":
         pytest.skip("real-vLLM tests are off (OPENCHATML_TEST_VLLM=0)")
-    from openchatml.engines.tiny import ensure_tiny_model
+    from openchatml.demo_models.tiny_random import ensure_tiny_model
 
     yield from vllm_harness.serving_for_tests(ensure_tiny_model(), tmp_path_factory)
 

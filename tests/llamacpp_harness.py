@@ -251,7 +251,7 @@ def ensure_tiny_gguf(
     :class:`LlamaCppHarnessError` (with the converter's output) when conversion fails.
     """
     if model_dir is None:
-        from openchatml.engines.tiny import ensure_tiny_model
+        from openchatml.demo_models.tiny_random import ensure_tiny_model
 
         model_dir = ensure_tiny_model()
     target = gguf_path(model_dir, outtype)

@@ -37,8 +37,8 @@ from openchatml import (
     ToolNamespaceConfig,
     TranscriptHeader,
 )
-from openchatml.content import Content
-from openchatml.tokens import ControlToken
+from openchatml.core.content import Content
+from openchatml.core.tokens import ControlToken
 
 __all__ = [
     "BUILTIN_RECIPIENTS",

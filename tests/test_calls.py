@@ -13,7 +13,7 @@ from openchatml import (
     ToolDescription,
     ToolNamespaceConfig,
 )
-from openchatml.calls import check_tool_call, declared_namespaces, find_tool
+from openchatml.core.calls import check_tool_call, declared_namespaces, find_tool
 
 WEATHER = ToolDescription(
     "get_weather",

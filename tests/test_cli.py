@@ -27,8 +27,8 @@ from openchatml import (
     parse_transcript,
 )
 from openchatml.cli import main
-from openchatml.interchange import conversation_from_json, conversation_to_json
-from openchatml.tokens import START_ID
+from openchatml.core.interchange import conversation_from_json, conversation_to_json
+from openchatml.core.tokens import START_ID
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "weather.json"
 

@@ -32,7 +32,7 @@ from openchatml import (
     ToolNamespaceConfig,
     parse_tokens,
 )
-from openchatml.typescript import schema_to_typescript
+from openchatml.core.typescript import schema_to_typescript
 
 H: Any = pytest.importorskip("openai_harmony")
 

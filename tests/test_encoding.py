@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from openchatml import ControlToken, load_encoding
-from openchatml.encoding import O200K_BASE_SHA256, export_o200k_base
-from openchatml.tokens import NAMED_SPECIAL_TOKENS, TOKEN_IDS, special_token_text
+from openchatml.core.encoding import O200K_BASE_SHA256, export_o200k_base
+from openchatml.core.tokens import NAMED_SPECIAL_TOKENS, TOKEN_IDS, special_token_text
 
 
 def test_export_writes_the_checked_ranks_once(tmp_path: Path) -> None:

@@ -31,9 +31,9 @@ from openchatml import (
     parse_tokens,
     parse_transcript,
 )
-from openchatml.errors import BY_CODE
-from openchatml.tokens import CALL_ID, CHANNEL_ID, END_ID, MESSAGE_ID, RETURN_ID, START_ID
-from openchatml.visibility import effective_channel, is_visible, user_view
+from openchatml.core.errors import BY_CODE
+from openchatml.core.tokens import CALL_ID, CHANNEL_ID, END_ID, MESSAGE_ID, RETURN_ID, START_ID
+from openchatml.core.visibility import effective_channel, is_visible, user_view
 from transcripts import (
     FIXTURE_1_LEGACY,
     FIXTURE_2_CHANNELED,

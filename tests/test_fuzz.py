@@ -1,5 +1,5 @@
 """Fuzzing the parser: arbitrary text and arbitrary token ids never make it raise anything
-but an :class:`~openchatml.errors.OCMError`; lenient mode never raises and always ends in a
+but an :class:`~openchatml.core.errors.OCMError`; lenient mode never raises and always ends in a
 consistent state; damage to a known-good transcript costs no intact message before it, and
 the parser finds its feet again after it.
 """
@@ -44,8 +44,8 @@ from openchatml import (
     parse_text,
     parse_tokens,
 )
-from openchatml.parse import MAX_HEADER, MAX_PRELUDE
-from openchatml.tokens import (
+from openchatml.core.parse import MAX_HEADER, MAX_PRELUDE
+from openchatml.core.tokens import (
     CALL_ID,
     CHANNEL_ID,
     CONSTRAIN_ID,

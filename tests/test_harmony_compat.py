@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from openchatml import harmony as C
 from openchatml import load_encoding
-from openchatml.errors import (
+from openchatml.core.errors import (
     HeaderError,
     OCMError,
     ParseError,

@@ -33,7 +33,7 @@ from openchatml import (
     parse_text,
     parse_transcript,
 )
-from openchatml.interchange import (
+from openchatml.core.interchange import (
     InterchangeError,
     conversation_from_json,
     conversation_from_json_text,

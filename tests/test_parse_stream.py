@@ -29,8 +29,8 @@ from openchatml import (
     parse_text,
     parse_tokens,
 )
-from openchatml.content import TextContent
-from openchatml.tokens import START_ID
+from openchatml.core.content import TextContent
+from openchatml.core.tokens import START_ID
 from strategies import as_parsed, stray_transcripts
 from transcripts import SAMPLE_CONVERSATIONS, SMALL_TEXTS_LIMIT, known_good_texts, rendered_tokens, renderer
 

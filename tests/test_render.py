@@ -27,8 +27,8 @@ from openchatml import (
     parse_text,
     parse_tokens,
 )
-from openchatml.headers import MAX_HEADER
-from openchatml.render import select_messages
+from openchatml.core.headers import MAX_HEADER
+from openchatml.core.render import select_messages
 
 HARMONY = Renderer(RenderConfig(cot=CoTPolicy.KEEP))
 OCM = Renderer(RenderConfig(profile=Profile.OCM, cot=CoTPolicy.KEEP))

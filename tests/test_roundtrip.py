@@ -30,9 +30,9 @@ from openchatml import (
     parse_tokens,
     parse_transcript,
 )
-from openchatml.headers import MAX_HEADER
-from openchatml.render import select_messages
-from openchatml.tokens import (
+from openchatml.core.headers import MAX_HEADER
+from openchatml.core.render import select_messages
+from openchatml.core.tokens import (
     CALL_ID,
     CHANNEL_ID,
     CONSTRAIN_ID,

@@ -27,7 +27,7 @@ from openchatml import (
     VisibilityError,
     parse_text,
 )
-from openchatml.visibility import (
+from openchatml.core.visibility import (
     VisibleDeltaFilter,
     effective_channel,
     ensure_visible,

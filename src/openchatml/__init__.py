@@ -3,8 +3,8 @@
 The public surface. ``openchatml.harmony`` is a drop-in for ``openai_harmony``.
 """
 
-from .calls import check_tool_call, declared_namespaces, find_tool
-from .content import (
+from .core.calls import check_tool_call, declared_namespaces, find_tool
+from .core.content import (
     ChannelConfig,
     Content,
     DeveloperContent,
@@ -15,13 +15,13 @@ from .content import (
     ToolDescription,
     ToolNamespaceConfig,
 )
-from .encoding import (
+from .core.encoding import (
     STOP_TOKENS,
     STOP_TOKENS_FOR_ASSISTANT_ACTIONS,
     Encoding,
     load_encoding,
 )
-from .errors import (
+from .core.errors import (
     BodyConstraintError,
     CallSchemaError,
     ChannelMissingError,
@@ -38,7 +38,7 @@ from .errors import (
     UnexpectedTokenError,
     VisibilityError,
 )
-from .events import (
+from .core.events import (
     ContentDelta,
     DocumentHeader,
     Event,
@@ -48,16 +48,16 @@ from .events import (
     Repaired,
     RepairKind,
 )
-from .interchange import (
+from .core.interchange import (
     InterchangeError,
     conversation_from_json,
     conversation_to_json,
     message_from_json,
     message_to_json,
 )
-from .messages import Author, Channel, Conversation, Intent, Message, Role, TranscriptHeader
-from .parse import ParsedTranscript, StreamParser, parse_text, parse_tokens, parse_transcript
-from .render import (
+from .core.messages import Author, Channel, Conversation, Intent, Message, Role, TranscriptHeader
+from .core.parse import ParsedTranscript, StreamParser, parse_text, parse_tokens, parse_transcript
+from .core.render import (
     CoTPolicy,
     Profile,
     RenderConfig,
@@ -68,8 +68,8 @@ from .render import (
     render_message,
     render_text,
 )
-from .tokens import ControlToken, escape_text
-from .visibility import VisibleDeltaFilter, effective_channel, ensure_visible, is_visible, user_view
+from .core.tokens import ControlToken, escape_text
+from .core.visibility import VisibleDeltaFilter, effective_channel, ensure_visible, is_visible, user_view
 
 __version__ = "0.1.0"
 

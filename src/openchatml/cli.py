@@ -1,11 +1,11 @@
 """The ``openchatml`` command: render, parse, validate and convert conversations.
 
-``render`` turns a JSON conversation (see :mod:`openchatml.interchange`) into Harmony or
+``render`` turns a JSON conversation (see :mod:`openchatml.core.interchange`) into Harmony or
 OpenChatML 2.2 text or token ids; ``parse`` reads text or token ids back into JSON
 messages (or streams the parser's events); ``validate`` lists every problem in one or
 more files; ``convert`` moves between Harmony text, OCM 2.2 text and JSON.
 
-Every typed :class:`~openchatml.errors.OCMError` is printed as
+Every typed :class:`~openchatml.core.errors.OCMError` is printed as
 ``error: E-CODE: message (at line L, column C)`` on stderr with exit status 1; usage
 errors exit with 2.
 """
@@ -26,19 +26,19 @@ from typing import IO, Any, Literal, ParamSpec, TypeVar
 
 import click
 
-from .calls import check_tool_call, declared_namespaces
-from .errors import OCMError, ParseError, Position, text_position
-from .events import Event
-from .interchange import (
+from .core.calls import check_tool_call, declared_namespaces
+from .core.errors import OCMError, ParseError, Position, text_position
+from .core.events import Event
+from .core.interchange import (
     InterchangeError,
     conversation_from_json_text,
     conversation_to_json,
     event_to_json,
     messages_from_json,
 )
-from .messages import Conversation, Role
-from .parse import StreamParser
-from .render import CoTPolicy, Profile, RenderConfig, Renderer
+from .core.messages import Conversation, Role
+from .core.parse import StreamParser
+from .core.render import CoTPolicy, Profile, RenderConfig, Renderer
 from .responses.limits import DEFAULT_LIMITS
 
 P = ParamSpec("P")

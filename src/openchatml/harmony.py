@@ -14,13 +14,13 @@ same streaming state.
 The models are converted to the core's frozen dataclasses at the edges, without
 re-validation: a ``content_type`` of ``"<|constrain|>json"`` is the core's
 ``content_type="json", constrained=True``; ``RenderConversationConfig(auto_drop_analysis=
-True)`` (also the default) is :attr:`~openchatml.render.CoTPolicy.AUTO_DROP`, ``False``
+True)`` (also the default) is :attr:`~openchatml.core.render.CoTPolicy.AUTO_DROP`, ``False``
 is ``KEEP``; the profile is always Harmony. ``StreamableParser.process`` only feeds the
-core :class:`~openchatml.parse.StreamParser`; parsed messages become pydantic models when
+core :class:`~openchatml.core.parse.StreamParser`; parsed messages become pydantic models when
 ``messages`` is read (built once each, with ``model_construct``, and shared by later
 reads).
 
-Errors. :class:`HarmonyError` derives from :class:`~openchatml.errors.OCMError` (and from
+Errors. :class:`HarmonyError` derives from :class:`~openchatml.core.errors.OCMError` (and from
 ``RuntimeError``, like the reference's). A core error raised through this API is an
 instance of both its own class and ``HarmonyError``: ``except HarmonyError``,
 ``except HeaderError`` and ``except OCMError`` all catch it, and its ``code`` and
@@ -31,11 +31,11 @@ same here.
 Where this differs from openai-harmony (only on malformed input or odd values):
 
 * Malformed tokens raise a typed error when ``strict`` (a
-  :class:`~openchatml.errors.ParseError` that is also a ``HarmonyError``) and are
+  :class:`~openchatml.core.errors.ParseError` that is also a ``HarmonyError``) and are
   repaired otherwise, where the reference raises an untyped ``HarmonyError`` even when
   not strict, or returns something odd. The error may come at another token, with
   another message: ``<|end|>`` before ``<|message|>`` raises
-  :class:`~openchatml.errors.HeaderError` at the ``<|end|>``, where the reference raises
+  :class:`~openchatml.core.errors.HeaderError` at the ``<|end|>``, where the reference raises
   at the next ``<|message|>``.
 * Read where the reference cannot: ``<|start|>user:bob`` is a user message named
   ``bob``; ``<|start|>functions.f<|message|>`` (a tool reply with no recipient or
@@ -45,10 +45,10 @@ Where this differs from openai-harmony (only on malformed input or odd values):
   test suite expects; its 0.0.8 build reads it as a recipient.
 * A special token other than a terminator inside a body: the reference keeps its text
   (``"<|start|>"``); here ``<|start|>`` ends the message and starts another, and any
-  other raises :class:`~openchatml.errors.UnexpectedTokenError` (kept as text when not
+  other raises :class:`~openchatml.core.errors.UnexpectedTokenError` (kept as text when not
   strict).
 * End of input inside a header, or before the header a prompt opened: strict, a
-  :class:`~openchatml.errors.StreamTruncatedError`; not strict, the unfinished header
+  :class:`~openchatml.core.errors.StreamTruncatedError`; not strict, the unfinished header
   is dropped (the reference raises in both modes).
 * Invalid UTF-8 in a body: the reference holds the text after a bad sequence until the
   next token (sometimes never reporting it in ``last_content_delta``); here it is
@@ -76,13 +76,13 @@ from typing import Any, Final, Literal, cast
 
 from pydantic import BaseModel, Field
 
-from . import content as _c
-from . import messages as _m
-from .encoding import Encoding, load_encoding
-from .errors import BY_CODE, OCMError, Position, RenderError, StreamTruncatedError
-from .parse import StreamParser
-from .render import CoTPolicy, Profile, RenderConfig, Renderer
-from .tokens import MESSAGE_ID, START_ID
+from .core import content as _c
+from .core import messages as _m
+from .core.encoding import Encoding, load_encoding
+from .core.errors import BY_CODE, OCMError, Position, RenderError, StreamTruncatedError
+from .core.parse import StreamParser
+from .core.render import CoTPolicy, Profile, RenderConfig, Renderer
+from .core.tokens import MESSAGE_ID, START_ID
 
 __all__ = [
     "Author",
@@ -708,7 +708,7 @@ class HarmonyEncoding:
     """Renders conversations to token ids, parses completions, encodes and decodes text.
 
     Get one with :func:`load_harmony_encoding`. Rendering raises :class:`HarmonyError`
-    (a :class:`~openchatml.errors.RenderError`) for a conversation that cannot be
+    (a :class:`~openchatml.core.errors.RenderError`) for a conversation that cannot be
     rendered, such as a tool message without a name.
     """
 
@@ -784,7 +784,7 @@ class HarmonyEncoding:
         """The messages a completion spells; ``role`` is the role its prompt opened.
 
         Input cut short inside a body gives that message as it stands. Raises
-        :class:`HarmonyError` (a typed :class:`~openchatml.errors.ParseError`) on
+        :class:`HarmonyError` (a typed :class:`~openchatml.core.errors.ParseError`) on
         malformed tokens when ``strict``; otherwise repairs them.
         """
         parser = StreamParser(
@@ -899,7 +899,7 @@ class StreamableParser:
 
     ``role`` is the role the prompt opened (``<|start|>assistant``), or ``None`` to
     expect ``<|start|>`` first. :meth:`process` raises :class:`HarmonyError` (a typed
-    :class:`~openchatml.errors.ParseError`) on malformed tokens when ``strict``;
+    :class:`~openchatml.core.errors.ParseError`) on malformed tokens when ``strict``;
     otherwise the parser repairs them.
     """
 

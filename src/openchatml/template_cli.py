@@ -20,8 +20,8 @@ from typing import Any
 
 import click
 
-from .interchange import conversation_to_json
-from .messages import Conversation
+from .core.interchange import conversation_to_json
+from .core.messages import Conversation
 from .templates.analysis import analyze
 from .templates.check import Checker, load_cases
 from .templates.environment import ChatTemplate

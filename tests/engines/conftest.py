@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from openchatml.engines.tiny import ensure_tiny_model
+from openchatml.demo_models.tiny_random import ensure_tiny_model
 
 
 @pytest.fixture(scope="session")

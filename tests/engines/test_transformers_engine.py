@@ -15,8 +15,9 @@ from typing import Any
 import pytest
 
 from openchatml import load_encoding
-from openchatml.engines import Chunk, Engine, EngineError, ModelInfo, SamplingParams, TokenLogprob, tiny
-from openchatml.engines.tiny import EOS_TOKEN_IDS, ensure_tiny_model
+from openchatml.demo_models import tiny_random as tiny
+from openchatml.demo_models.tiny_random import EOS_TOKEN_IDS, ensure_tiny_model
+from openchatml.engines import Chunk, Engine, EngineError, ModelInfo, SamplingParams, TokenLogprob
 from openchatml.engines.transformers import TransformersEngine
 
 torch = pytest.importorskip("torch")
@@ -108,7 +109,7 @@ def test_tiny_model_folder(tiny_model_dir: Path) -> None:
 def test_tiny_model_writes_the_shape_of_harmony(engine: TransformersEngine, prompt: list[int]) -> None:
     """Greedy: a final answer; sampled: every channel, messages that end, turns that end."""
     from openchatml import StreamParser
-    from openchatml.messages import Role
+    from openchatml.core.messages import Role
 
     def messages(ids: list[int]) -> list[Any]:
         parser = StreamParser(Role.ASSISTANT, strict=False, allow_truncated=True)

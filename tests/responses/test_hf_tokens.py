@@ -25,14 +25,14 @@ TEXTS = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_si
 
 @pytest.fixture(scope="module")
 def harmony_tokenizer() -> Any:
-    from openchatml.engines.tiny import ensure_tiny_model
+    from openchatml.demo_models.tiny_random import ensure_tiny_model
 
     return transformers.AutoTokenizer.from_pretrained(ensure_tiny_model())
 
 
 @pytest.fixture(scope="module")
 def qwen_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> Any:
-    from openchatml.engines.tiny_chat import ensure_tiny_chat_model
+    from openchatml.demo_models.tiny_chat import ensure_tiny_chat_model
 
     folder = ensure_tiny_chat_model(tmp_path_factory.mktemp("home"), TEMPLATES / "Qwen-Qwen3-0.6B.jinja")
     return transformers.AutoTokenizer.from_pretrained(folder)

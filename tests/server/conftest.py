@@ -71,7 +71,7 @@ def postgres_url(postgres_server: PostgresServer) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def tiny_engine(tmp_path_factory: pytest.TempPathFactory) -> Any:
     """The in-process transformers engine over a tiny random-weight gpt-oss (built once)."""
-    from openchatml.engines.tiny import ensure_tiny_model
+    from openchatml.demo_models.tiny_random import ensure_tiny_model
     from openchatml.engines.transformers import TransformersEngine
 
     folder = ensure_tiny_model(tmp_path_factory.mktemp("home"))

@@ -25,7 +25,7 @@ from cli_server import CliServer
 from openapi import validate
 from test_responses_api import WEATHER_TOOL, check_stream, sse_events
 
-from openchatml.engines.tiny import ensure_tiny_model
+from openchatml.demo_models.tiny_random import ensure_tiny_model
 from openchatml.responses.input import build_conversation
 from openchatml.responses.request import parse_request
 from openchatml.responses.resource import ResponseState

@@ -36,7 +36,7 @@ it with a 4xx before any prompt is made.
   marker styles (:data:`EVERY_ROUTE`) also ``item_reference`` and compaction. Templates
   that refuse a request (a 400 from the template itself) are counted per template: for
   the text but not its plain text, none may; for both, few may (:data:`SHAPE_REFUSALS`).
-* a real tiny Qwen3 (``openchatml.engines.tiny_chat``, the transformers engine) on a live
+* a real tiny Qwen3 (``openchatml.demo_models.tiny_chat``, the transformers engine) on a live
   server, every added token of its Hugging Face tokenizer spelled in every field, every
   route.
 
@@ -81,7 +81,7 @@ from test_prompt_injection import (
 )
 
 from openchatml import Message
-from openchatml.encoding import load_encoding
+from openchatml.core.encoding import load_encoding
 from openchatml.engines.base import ModelInfo, SamplingParams
 from openchatml.responses.crypto import Sealer
 from openchatml.responses.dialect import TemplateDialect
@@ -853,7 +853,7 @@ class Recording:
 def tiny_qwen3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The transformers engine over a tiny random-weight Qwen3 with the real Qwen3 template."""
     pytest.importorskip("torch", reason="the tiny Qwen3 needs torch (pip install 'openchatml[transformers]')")
-    from openchatml.engines.tiny_chat import ensure_tiny_chat_model
+    from openchatml.demo_models.tiny_chat import ensure_tiny_chat_model
     from openchatml.engines.transformers import TransformersEngine
 
     folder = ensure_tiny_chat_model(tmp_path_factory.mktemp("home"), QWEN3, family="qwen3")

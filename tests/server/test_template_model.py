@@ -43,7 +43,7 @@ LOOKUP = {
 @pytest.fixture(scope="module")
 def qwen_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The in-process transformers engine over a tiny Qwen3 with the Qwen3 template."""
-    from openchatml.engines.tiny_chat import ensure_tiny_chat_model
+    from openchatml.demo_models.tiny_chat import ensure_tiny_chat_model
     from openchatml.engines.transformers import TransformersEngine
 
     folder = ensure_tiny_chat_model(tmp_path_factory.mktemp("home"), TEMPLATE, family="qwen3")

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.vllm
 
 @pytest.fixture(scope="module")
 def qwen_folder() -> Path:
-    from openchatml.engines.tiny_chat import ensure_tiny_chat_model
+    from openchatml.demo_models.tiny_chat import ensure_tiny_chat_model
 
     return ensure_tiny_chat_model(None, TEMPLATE, family="qwen3")
 

@@ -17,9 +17,9 @@ import llguidance as llg
 import pytest
 
 from openchatml import Message, Renderer, load_encoding
+from openchatml.core.tokens import FIRST_SPECIAL_ID
 from openchatml.templates.format import TemplateFormat
 from openchatml.templates.grammar import Trigger, harmony_tool_call_grammar, tool_call_grammar
-from openchatml.tokens import FIRST_SPECIAL_ID
 
 WEATHER = {
     "type": "function",

@@ -19,6 +19,7 @@ from hand_formats import BY_TEMPLATE, FORMATS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openchatml.core.tokens import ControlToken
 from openchatml.templates.analysis import analyze_source
 from openchatml.templates.format import TemplateFormat
 from openchatml.templates.output import open_parser
@@ -27,7 +28,6 @@ from openchatml.templates.parser import (
     ParseOptions,
     parse_output,
 )
-from openchatml.tokens import ControlToken
 
 FAMILIES = sorted(name for name, fmt in FORMATS.items() if not fmt.harmony)
 TOOLS = (

@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openchatml import Message
-from openchatml.engines.tiny_chat import _bare_tokenizer, template_markers
+from openchatml.demo_models.tiny_chat import _bare_tokenizer, template_markers
 from openchatml.responses.dialect import TemplateDialect
 from openchatml.responses.errors import RequestError
 from openchatml.responses.input import PromptSettings, build_conversation
@@ -151,7 +151,7 @@ FIELDS: list[Field] = [
 
 class BareTokenizer:
     """A template's markers as added tokens over single bytes (see
-    :mod:`openchatml.engines.tiny_chat`): what the dialect uses of a tokenizer."""
+    :mod:`openchatml.demo_models.tiny_chat`): what the dialect uses of a tokenizer."""
 
     def __init__(self, markers: list[str]) -> None:
         self._tokenizer = _bare_tokenizer(markers)

@@ -1,8 +1,8 @@
 """Engines: prompt token ids in, a cancellable stream of token-id chunks out.
 
 ``TransformersEngine`` (``engines.transformers``) runs a model in-process;
-``UpstreamEngine`` (``engines.upstream``) drives a vLLM or llama.cpp server;
-``ensure_tiny_model`` (``engines.tiny``) builds a tiny random-weight gpt-oss offline.
+``UpstreamEngine`` (``engines.upstream``) drives a vLLM or llama.cpp server.
+The random-weight test and demo models live in :mod:`openchatml.demo_models`.
 They are imported from their modules, so that importing this package loads no torch.
 """
 

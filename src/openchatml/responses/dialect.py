@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
+from ..core.messages import Conversation
 from ..engines.base import EngineError
-from ..messages import Conversation
 from ..templates.analysis import analyze
 from ..templates.decoding import TemplateTokenParser
 from ..templates.environment import ChatTemplate

@@ -33,7 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..content import (
+from ..core.content import (
     DEFAULT_IDENTITY,
     DeveloperContent,
     ReasoningEffort,
@@ -42,8 +42,8 @@ from ..content import (
     ToolDescription,
     ToolNamespaceConfig,
 )
-from ..interchange import InterchangeError, message_from_json
-from ..messages import Conversation, Intent, Message, Role
+from ..core.interchange import InterchangeError, message_from_json
+from ..core.messages import Conversation, Intent, Message, Role
 from .crypto import Sealer
 from .errors import RequestError
 from .request import ResponseRequest

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .._json import deeper_than
+from ..core._json import deeper_than
 from .errors import RequestError
 
 MAX_JSON_DEPTH: Final = 64

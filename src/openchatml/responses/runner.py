@@ -16,11 +16,11 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..encoding import Encoding
+from ..core.encoding import Encoding
+from ..core.messages import Conversation, Role
+from ..core.render import CoTPolicy, Profile, RenderConfig, Renderer
+from ..core.tokens import CALL_ID, RETURN_ID
 from ..engines.base import Chunk, Engine, EngineError, SamplingParams
-from ..messages import Conversation, Role
-from ..render import CoTPolicy, Profile, RenderConfig, Renderer
-from ..tokens import CALL_ID, RETURN_ID
 from .errors import RequestError
 from .request import ResponseRequest
 from .stream import ResponseStream

@@ -42,12 +42,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol
 
-from ..encoding import Encoding, load_encoding
+from ..core.encoding import Encoding, load_encoding
+from ..core.events import ContentDelta, Header, MessageDone, MessageStarted
+from ..core.messages import Message, Role
+from ..core.parse import StreamParser
+from ..core.tokens import FIRST_SPECIAL_ID
 from ..engines.base import TokenLogprob
-from ..events import ContentDelta, Header, MessageDone, MessageStarted
-from ..messages import Message, Role
-from ..parse import StreamParser
-from ..tokens import FIRST_SPECIAL_ID
 from . import ids
 from .crypto import Sealer
 from .input import REASONING_KIND

@@ -19,10 +19,10 @@ import logging
 from collections.abc import AsyncGenerator
 from typing import Any, Final
 
+from ..core.events import ContentDelta, MessageStarted
+from ..core.messages import Role
+from ..core.parse import StreamParser
 from ..engines.base import Engine, EngineError
-from ..events import ContentDelta, MessageStarted
-from ..messages import Role
-from ..parse import StreamParser
 from .dialect import Dialect
 from .errors import RequestError
 from .input import PromptSettings, build_conversation

@@ -27,8 +27,8 @@ from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ..interchange import message_to_json
-from ..render import CoTPolicy, select_messages
+from ..core.interchange import message_to_json
+from ..core.render import CoTPolicy, select_messages
 from ..responses import ids
 from ..responses.errors import APIError, NotFoundError, PayloadTooLargeError, RequestError
 from ..responses.input import COMPACTION_KIND, item_messages

@@ -112,7 +112,7 @@ async def open_engine(config: ServerConfig) -> Engine:
     model: str | Path = config.model
     name = config.served_name
     if config.model == TINY:
-        from ..engines.tiny import ensure_tiny_model
+        from ..demo_models.tiny_random import ensure_tiny_model
 
         model = ensure_tiny_model(config.home)
         name = name or TINY

@@ -1,6 +1,6 @@
 """Sampled token ids of a chat-template model → the core's parser events.
 
-:class:`TemplateTokenParser` offers what the Harmony :class:`~openchatml.parse.StreamParser`
+:class:`TemplateTokenParser` offers what the Harmony :class:`~openchatml.core.parse.StreamParser`
 offers a consumer of token ids (``process``, ``events``, ``messages``, ``close``), so the
 Open Responses layer treats every model alike. Inside, an :class:`IncrementalDecoder`
 turns ids into text (a character cut between ids waits for its last byte), an
@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Final
 
-from ..content import TextContent
-from ..events import ContentDelta, Event, Header, MessageDone, MessageStarted
-from ..messages import Author, Message, Role
-from ..tokens import ControlToken
+from ..core.content import TextContent
+from ..core.events import ContentDelta, Event, Header, MessageDone, MessageStarted
+from ..core.messages import Author, Message, Role
+from ..core.tokens import ControlToken
 from .format import TemplateFormat
 from .output import OutputParser, open_parser
 from .parser import CONTENT, REASONING, TOOL_ARGUMENTS, TOOL_CALL, Delta, ParseOptions

@@ -58,7 +58,7 @@ from jinja2.parser import Parser
 from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import Namespace
 
-from ..errors import text_position
+from ..core.errors import text_position
 from .errors import TemplateRenderError, TemplateSyntaxError
 
 REASONING_FIELDS: Final = ("reasoning_content", "thinking", "reasoning")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from ..errors import OCMError
+from ..core.errors import OCMError
 
 
 class TemplateError(OCMError):

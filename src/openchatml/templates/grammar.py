@@ -79,7 +79,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, TypeAlias
 
-from ..tokens import NAMED_SPECIAL_TOKENS
+from ..core.tokens import NAMED_SPECIAL_TOKENS
 from .errors import UnsupportedTemplateError
 from .format import CallIdPosition, ReasoningMode, TemplateFormat, ToolSyntax
 

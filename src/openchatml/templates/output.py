@@ -5,7 +5,7 @@ Harmony templates (gpt-oss).
 ``finish()`` return :class:`~.parser.Delta` s, ``message`` is the
 :class:`~.parser.ParsedMessage` so far. For a Harmony format the text (what follows
 ``<|start|>assistant`` in the prompt) goes through the core's lenient
-:class:`~openchatml.parse.StreamParser`: ``analysis`` messages are reasoning, ``final``
+:class:`~openchatml.core.parse.StreamParser`: ``analysis`` messages are reasoning, ``final``
 and plain ``commentary`` messages the answer, messages addressed ``to=functions.NAME``
 tool calls; messages to built-in tools (``python``, ``browser.*``, ``container.*``) are
 not function calls and are left out. Output normally ends inside its last message (the
@@ -18,9 +18,9 @@ from __future__ import annotations
 import json
 from typing import Protocol
 
-from ..events import ContentDelta, Event, MessageDone, MessageStarted
-from ..messages import Role
-from ..parse import StreamParser
+from ..core.events import ContentDelta, Event, MessageDone, MessageStarted
+from ..core.messages import Role
+from ..core.parse import StreamParser
 from .errors import ParseWarning
 from .format import TemplateFormat
 from .parser import (

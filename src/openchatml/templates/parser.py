@@ -66,7 +66,7 @@ from enum import Enum, IntEnum
 from json.decoder import scanstring  # type: ignore[attr-defined]
 from typing import Any, Final
 
-from ..messages import Message
+from ..core.messages import Message
 from .arguments import (
     T_ATOM,
     T_CLOSE,

@@ -32,9 +32,15 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
-from .._json import plain
-from ..content import DEFAULT_IDENTITY, DeveloperContent, SystemContent, TextContent, response_formats_section
-from ..messages import Conversation, Message, Role
+from ..core._json import plain
+from ..core.content import (
+    DEFAULT_IDENTITY,
+    DeveloperContent,
+    SystemContent,
+    TextContent,
+    response_formats_section,
+)
+from ..core.messages import Conversation, Message, Role
 from .analysis import analyze_source
 from .environment import REASONING_FIELDS, ChatTemplate
 from .errors import TemplateRenderError

@@ -53,7 +53,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, Final, Protocol
 
-from ..messages import Conversation, Message
+from ..core.messages import Conversation, Message
 from .environment import ChatTemplate
 from .errors import TemplateRenderError
 from .prompt import render_prompt, template_messages

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from ..encoding import O200K_PATTERN, o200k_base_bytes
-from ..tokens import (
+from ..core.encoding import O200K_PATTERN, o200k_base_bytes
+from ..core.tokens import (
     CALL_ID,
     CHANNEL_ID,
     END_ID,
@@ -37,7 +37,7 @@ from ..tokens import (
     START_ID,
     special_token_text,
 )
-from .base import EngineError
+from ..engines.base import EngineError
 
 TINY_MODEL_NAME: Final = "tiny-gpt-oss"
 """The folder name of the tiny model under ``$OPENCHATML_HOME/models``."""

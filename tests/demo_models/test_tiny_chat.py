@@ -15,8 +15,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from openchatml.engines import EngineError, SamplingParams, tiny_chat
-from openchatml.engines.tiny_chat import (
+from openchatml.demo_models import tiny_chat
+from openchatml.demo_models.tiny_chat import (
     CALL_ARGUMENTS,
     CALL_NAME,
     FAMILIES,
@@ -25,6 +25,7 @@ from openchatml.engines.tiny_chat import (
     template_markers,
     tiny_chat_model_dir,
 )
+from openchatml.engines import EngineError, SamplingParams
 from openchatml.engines.transformers import TransformersEngine
 
 torch = pytest.importorskip("torch")

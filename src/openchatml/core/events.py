@@ -106,4 +106,4 @@ class Repaired:
 
 
 Event = DocumentHeader | MessageStarted | ContentDelta | MessageDone | Repaired
-"""Anything :class:`~openchatml.parse.StreamParser` reports."""
+"""Anything :class:`~openchatml.core.parse.StreamParser` reports."""

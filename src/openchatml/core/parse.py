@@ -21,7 +21,7 @@ The two inputs differ only in how control tokens are seen:
   ``<|literal|>…<|endliteral|>`` is opaque. Text before the first message is the
   transcript's YAML header (OCM §2).
 
-``strict=True`` raises a typed :class:`~openchatml.errors.ParseError` at the first
+``strict=True`` raises a typed :class:`~openchatml.core.errors.ParseError` at the first
 malformation; ``strict=False`` repairs it, reports a ``Repaired`` event, and goes on.
 Buffers are bounded: a header, a partial control token and the YAML header have limits.
 """
@@ -1017,7 +1017,7 @@ def parse_tokens(
     """The messages ``tokens`` spell (ids of o200k_harmony).
 
     ``role`` is the role of a completion whose ``<|start|>role`` was in the prompt.
-    Raises a :class:`~openchatml.errors.ParseError` when ``strict`` and the tokens are
+    Raises a :class:`~openchatml.core.errors.ParseError` when ``strict`` and the tokens are
     malformed; otherwise repairs them.
     """
     parser = StreamParser(

@@ -42,7 +42,7 @@ block with a probability of about one in ten, so a block runs a few to a few doz
 greedy decoding writes about a dozen words of reasoning, about a dozen of answer, then the
 end marker. The shape needs only the last token: two layers of small random weights leave
 the last hidden state close to the embedding of the last token, as in
-:mod:`openchatml.engines.tiny`.
+:mod:`openchatml.demo_models.tiny_random`.
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .base import EngineError
-from .tiny import _home, _install
+from ..engines.base import EngineError
+from .tiny_random import _home, _install
 
 TINY_CHAT_PREFIX: Final = "tiny-chat"
 """Folder names under ``$OPENCHATML_HOME/models`` start with this."""

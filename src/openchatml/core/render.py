@@ -14,7 +14,7 @@ Token output encodes every piece of text as ordinary BPE, so no text becomes a c
 token. Text output escapes body text (``<<|start|>``), so that parsing it gives the same
 conversation back. Header values are sanitised (one word, no ``<|``) in both, and a
 header longer than the parser's limit (``MAX_HEADER`` characters as text, token ids as
-tokens) is refused with :class:`~openchatml.errors.RenderError`.
+tokens) is refused with :class:`~openchatml.core.errors.RenderError`.
 
 History: a message always ends in ``<|end|>`` (or ``<|call|>`` for an assistant message
 to a tool), which normalises a stored ``<|return|>``; for training, a final assistant
@@ -112,7 +112,7 @@ def header_pieces(message: Message, profile: Profile) -> list[Piece]:
     Text pieces are split where openai-harmony splits them, so that encoding each piece
     alone gives its token ids exactly. Raises :class:`RenderError` for a tool message
     without a name. (The renderer also refuses a header longer than
-    :data:`~openchatml.headers.MAX_HEADER` characters or tokens, which no parser reads.)
+    :data:`~openchatml.core.headers.MAX_HEADER` characters or tokens, which no parser reads.)
     """
     author = message.author
     role = author.role

@@ -2,7 +2,7 @@
 
 :func:`check_tool_call` takes an assistant message addressed to a tool and the tool
 namespaces in force (from the system and developer messages), and returns the parsed
-arguments — or raises :class:`~openchatml.errors.CallSchemaError` naming what is wrong:
+arguments — or raises :class:`~openchatml.core.errors.CallSchemaError` naming what is wrong:
 an undeclared tool, arguments that are not JSON, or arguments the tool's JSON Schema
 rejects (with the path of the first offending value).
 """

@@ -100,7 +100,7 @@ def user_view(messages: Conversation | Iterable[Message], *, debug: bool = False
 def ensure_visible(message: Message, *, debug: bool = False) -> Message:
     """``message`` itself, when an end user may see it (or ``debug`` is set).
 
-    Raises :class:`~openchatml.errors.VisibilityError` (``E-PERM-VISIBILITY``) for hidden
+    Raises :class:`~openchatml.core.errors.VisibilityError` (``E-PERM-VISIBILITY``) for hidden
     content asked for outside a debug view.
     """
     if debug:
@@ -112,7 +112,7 @@ def ensure_visible(message: Message, *, debug: bool = False) -> Message:
 
 
 class VisibleDeltaFilter:
-    """Filters the events of a :class:`~openchatml.parse.StreamParser` down to the body
+    """Filters the events of a :class:`~openchatml.core.parse.StreamParser` down to the body
     text an end user may see.
 
     Feed it every event, in order: a ``MessageStarted`` decides whether the message's
