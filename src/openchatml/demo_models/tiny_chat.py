@@ -60,7 +60,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..engines.base import EngineError
-from .tiny_random import _home, _install
+from .folders import install_folder, models_home
 
 TINY_CHAT_PREFIX: Final = "tiny-chat"
 """Folder names under ``$OPENCHATML_HOME/models`` start with this."""
@@ -292,7 +292,7 @@ def tiny_chat_model_dir(
     there); nothing is built. Raises ``OSError`` when a template file cannot be read."""
     source, label = _source(template, name)
     key = _key(source, special_tokens, family, seed)
-    return _home(home) / "models" / f"{TINY_CHAT_PREFIX}-{family}-{label}-{key}"
+    return models_home(home) / "models" / f"{TINY_CHAT_PREFIX}-{family}-{label}-{key}"
 
 
 def ensure_tiny_chat_model(
@@ -330,7 +330,7 @@ def ensure_tiny_chat_model(
         stamp = json.loads((work / _STAMP).read_text())
         stamp["key"] = key
         (work / _STAMP).write_text(json.dumps(stamp, indent=2, sort_keys=True) + "\n")
-        _install(work, target, lambda folder: _is_current(folder, key))
+        install_folder(work, target, lambda folder: _is_current(folder, key))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target

@@ -18,11 +18,8 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import shutil
 import tempfile
-import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
@@ -38,6 +35,7 @@ from ..core.tokens import (
     special_token_text,
 )
 from ..engines.base import EngineError
+from .folders import install_folder, models_home
 
 TINY_MODEL_NAME: Final = "tiny-gpt-oss"
 """The folder name of the tiny model under ``$OPENCHATML_HOME/models``."""
@@ -85,19 +83,12 @@ _ROPE_SCALING: Final[dict[str, Any]] = {
 _ROPE_THETA: Final = 150000.0
 
 
-def _home(home: Path | None) -> Path:
-    if home is not None:
-        return Path(home)
-    env = os.environ.get("OPENCHATML_HOME")
-    return Path(env) if env else Path.home() / ".cache" / "openchatml"
-
-
 def tiny_model_dir(home: Path | None = None, *, seed: int = 0) -> Path:
     """Where the tiny model for ``seed`` lives: ``<home>/models/tiny-gpt-oss`` (seed 0) or
     ``…/tiny-gpt-oss-seed<N>``; ``home`` defaults to ``$OPENCHATML_HOME`` or
     ``~/.cache/openchatml``. Nothing is built."""
     name = TINY_MODEL_NAME if seed == 0 else f"{TINY_MODEL_NAME}-seed{seed}"
-    return _home(home) / "models" / name
+    return models_home(home) / "models" / name
 
 
 def ensure_tiny_model(home: Path | None = None, *, seed: int = 0) -> Path:
@@ -114,7 +105,7 @@ def ensure_tiny_model(home: Path | None = None, *, seed: int = 0) -> Path:
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent))
     try:
         build_tiny_model(work, seed=seed)
-        _install(work, target, lambda folder: _is_current(folder, seed))
+        install_folder(work, target, lambda folder: _is_current(folder, seed))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return target
@@ -265,21 +256,3 @@ def _is_current(folder: Path, seed: int) -> bool:
     except (OSError, ValueError):
         return False
     return isinstance(stamp, dict) and stamp.get("recipe") == _RECIPE and stamp.get("seed") == seed
-
-
-def _install(work: Path, target: Path, is_current: Callable[[Path], bool]) -> None:
-    """Rename ``work`` to ``target``; a current ``target`` (a racing build) is kept, a stale one replaced."""
-    for _ in range(3):
-        try:
-            work.rename(target)
-            return
-        except OSError:
-            if is_current(target):
-                return
-        stale = target.with_name(f".{target.name}.{uuid.uuid4().hex}.stale")
-        try:
-            target.rename(stale)
-        except FileNotFoundError:
-            continue
-        shutil.rmtree(stale, ignore_errors=True)
-    raise OSError(f"could not install the model at {target}")
