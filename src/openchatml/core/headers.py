@@ -54,16 +54,18 @@ def _segments(text: str) -> list[tuple[str, str]]:
     kind = ""
     pos = 0
     while True:
-        ci = text.find(CHANNEL_MARK, pos)
-        ki = text.find(CONSTRAIN_MARK, pos)
-        candidates = [(i, m) for i, m in ((ci, CHANNEL_MARK), (ki, CONSTRAIN_MARK)) if i >= 0]
-        if not candidates:
+        channel_at = text.find(CHANNEL_MARK, pos)
+        constrain_at = text.find(CONSTRAIN_MARK, pos)
+        found = [
+            (at, mark) for at, mark in ((channel_at, CHANNEL_MARK), (constrain_at, CONSTRAIN_MARK)) if at >= 0
+        ]
+        if not found:
             out.append((kind, text[pos:]))
             return out
-        idx, mark = min(candidates)
-        out.append((kind, text[pos:idx]))
+        at, mark = min(found)
+        out.append((kind, text[pos:at]))
         kind = "channel" if mark == CHANNEL_MARK else "constrain"
-        pos = idx + len(mark)
+        pos = at + len(mark)
 
 
 def _role_of(word: str) -> tuple[Role, str | None] | None:
@@ -79,6 +81,160 @@ def _role_of(word: str) -> tuple[Role, str | None] | None:
     return None
 
 
+class _HeaderReader:
+    """One header being read, segment by segment: its attributes, bare words, channel
+    and content type so far, and where its problems go (raised, or noted)."""
+
+    __slots__ = (
+        "attrs",
+        "author",
+        "bare_after",
+        "bare_start",
+        "channel",
+        "constrained",
+        "content_type",
+        "notes",
+        "role",
+        "strict",
+    )
+
+    def __init__(self, role: Role | None, strict: bool, notes: HeaderNotes | None) -> None:
+        self.role = role
+        self.strict = strict
+        self.notes = notes
+        self.attrs: dict[str, str] = {}
+        self.bare_start: list[str] = []
+        self.bare_after: list[str] = []
+        self.channel: str | None = None
+        self.content_type: str | None = None
+        self.constrained = False
+        self.author: Author | None = None
+
+    def problem(self, kind: RepairKind, detail: str) -> None:
+        """Raise :class:`HeaderError` (strict) or note ``(kind, detail)`` (lenient)."""
+        if self.strict:
+            raise HeaderError(detail)
+        if self.notes is not None:
+            self.notes.items.append((kind, detail))
+
+    def set_attribute(self, key: str, value: str) -> None:
+        """Record ``key=value``; an unknown key, empty value or contradiction is a problem."""
+        if key not in KNOWN_ATTRIBUTES:
+            self.problem(RepairKind.UNKNOWN_ATTRIBUTE, f"unknown header attribute {key!r}")
+            return
+        if not value:
+            self.problem(RepairKind.BROKEN_HEADER, f"empty value for {key}=")
+            return
+        if key in self.attrs and self.attrs[key] != value:
+            self.problem(RepairKind.BROKEN_HEADER, f"{key}= given twice")
+            return
+        self.attrs[key] = value
+
+    def take_words(self, words: list[str], bare: list[str]) -> None:
+        """``key=value`` words become attributes; the other words go to ``bare``."""
+        for word in words:
+            key, eq, value = word.partition("=")
+            if eq and key.isidentifier():
+                self.set_attribute(key, value)
+            else:
+                bare.append(word)
+
+    def read_role(self, segment: str) -> None:
+        """The first segment: the role word (unless the role is known) and attributes."""
+        words = segment.split()
+        if self.role is not None:
+            if words and words[0] == self.role.value:
+                words = words[1:]
+            self.author = Author(self.role)
+        elif words:
+            first = words[0]
+            found = _role_of(first)
+            if found is not None:
+                words = words[1:]
+            elif "=" in first:
+                self.problem(RepairKind.BROKEN_HEADER, "header has no role")
+                found = (Role.ASSISTANT, None)
+            else:
+                # Harmony: an unknown role followed by attributes is a tool's name
+                if len(words) == 1:
+                    self.problem(RepairKind.BROKEN_HEADER, f"unknown role {first!r}")
+                found = (Role.TOOL, first)
+                words = words[1:]
+            self.author = Author(*found)
+        self.take_words(words, self.bare_start)
+
+    def read_channel(self, segment: str) -> None:
+        """A segment after ``<|channel|>``: the channel name, then attributes or bare words."""
+        if self.channel is not None:  # repaired: the channel nearest the body is the one meant
+            self.problem(RepairKind.BROKEN_HEADER, "more than one channel")
+        if not segment or segment[0].isspace():
+            self.problem(RepairKind.BROKEN_HEADER, "channel marker without a channel name")
+            self.take_words(segment.split(), self.bare_after)
+            return
+        words = segment.split()
+        self.channel = words[0]
+        self.take_words(words[1:], self.bare_after)
+
+    def read_constraint(self, segment: str) -> None:
+        """A segment after ``<|constrain|>``: the content type (empty when none follows)."""
+        if self.constrained:
+            self.problem(RepairKind.BROKEN_HEADER, "more than one constrain marker")
+            return
+        self.constrained = True
+        if segment and not segment[0].isspace():
+            words = segment.split()
+            self.content_type = words[0]
+            self.take_words(words[1:], self.bare_after)
+        else:
+            self.content_type = ""
+            self.take_words(segment.split(), self.bare_after)
+
+    def recipient_and_content_type(self) -> tuple[str | None, str | None]:
+        """The recipient and content type, from the attributes and the bare words.
+
+        Bare words are read from the end as Harmony does: a content type (always, after
+        the channel; after the role only when a recipient is already known), then a
+        recipient.
+        """
+        recipient = self.attrs.get("to")
+        content_type = self.content_type
+        bare = self.bare_start + self.bare_after
+        if bare and content_type is None and (self.bare_after or recipient is not None or len(bare) > 1):
+            content_type = bare.pop()
+        if bare and recipient is None:
+            recipient = bare.pop()
+        if bare:
+            self.problem(RepairKind.BROKEN_HEADER, f"unexpected words in header: {bare}")
+        if "content_type" in self.attrs:
+            if content_type is None:
+                content_type = self.attrs["content_type"]
+            elif content_type != self.attrs["content_type"]:
+                self.problem(RepairKind.BROKEN_HEADER, "two different content types")
+        return recipient, content_type
+
+    def role_author(self) -> Author:
+        """The author the role word gave; a header without one is a problem (lenient:
+        the known role, else ``assistant``)."""
+        if self.author is not None:
+            return self.author
+        if self.role is None:
+            self.problem(RepairKind.BROKEN_HEADER, "header has no role")
+        return Author(self.role or Role.ASSISTANT)
+
+    def named_author(self, author: Author) -> Author:
+        """``author`` with ``name=`` applied; a tool without a name is a problem."""
+        name = self.attrs.get("name")
+        if name is not None:
+            if author.name is not None and author.name != name:
+                self.problem(RepairKind.BROKEN_HEADER, f"name={name} contradicts role {author.name}")
+            else:
+                author = Author(author.role, name)
+        if author.role is Role.TOOL and author.name is None:
+            self.problem(RepairKind.BROKEN_HEADER, "a tool message needs a name (name=functions.x)")
+            author = Author(Role.TOOL, UNKNOWN_TOOL)
+        return author
+
+
 def parse_header(
     text: str,
     role: Role | None = None,
@@ -91,124 +247,23 @@ def parse_header(
     Raises :class:`HeaderError` when ``strict`` and the header is malformed; otherwise
     repairs what it can and records it in ``notes``.
     """
-
-    def problem(kind: RepairKind, detail: str) -> None:
-        if strict:
-            raise HeaderError(detail)
-        if notes is not None:
-            notes.items.append((kind, detail))
-
-    attrs: dict[str, str] = {}
-    bare_start: list[str] = []
-    bare_after: list[str] = []
-    channel: str | None = None
-    content_type: str | None = None
-    constrained = False
-    author: Author | None = None
-
-    def set_attr(key: str, value: str) -> None:
-        if key not in KNOWN_ATTRIBUTES:
-            problem(RepairKind.UNKNOWN_ATTRIBUTE, f"unknown header attribute {key!r}")
-            return
-        if not value:
-            problem(RepairKind.BROKEN_HEADER, f"empty value for {key}=")
-            return
-        if key in attrs and attrs[key] != value:
-            problem(RepairKind.BROKEN_HEADER, f"{key}= given twice")
-            return
-        attrs[key] = value
-
-    def take_words(words: list[str], bare: list[str]) -> None:
-        for word in words:
-            key, eq, value = word.partition("=")
-            if eq and key.isidentifier():
-                set_attr(key, value)
-            else:
-                bare.append(word)
-
-    for kind, seg in _segments(text):
+    reader = _HeaderReader(role, strict, notes)
+    for kind, segment in _segments(text):
         if kind == "":
-            words = seg.split()
-            if role is not None:
-                if words and words[0] == role.value:
-                    words = words[1:]
-                author = Author(role)
-            elif words:
-                first = words[0]
-                found = _role_of(first)
-                if found is not None:
-                    words = words[1:]
-                elif "=" in first:
-                    problem(RepairKind.BROKEN_HEADER, "header has no role")
-                    found = (Role.ASSISTANT, None)
-                else:
-                    # Harmony: an unknown role followed by attributes is a tool's name
-                    if len(words) == 1:
-                        problem(RepairKind.BROKEN_HEADER, f"unknown role {first!r}")
-                    found = (Role.TOOL, first)
-                    words = words[1:]
-                author = Author(*found)
-            take_words(words, bare_start)
+            reader.read_role(segment)
         elif kind == "channel":
-            if channel is not None:  # repaired: the channel nearest the body is the one meant
-                problem(RepairKind.BROKEN_HEADER, "more than one channel")
-            if not seg or seg[0].isspace():
-                problem(RepairKind.BROKEN_HEADER, "channel marker without a channel name")
-                take_words(seg.split(), bare_after)
-                continue
-            words = seg.split()
-            channel = words[0]
-            take_words(words[1:], bare_after)
+            reader.read_channel(segment)
         else:
-            if constrained:
-                problem(RepairKind.BROKEN_HEADER, "more than one constrain marker")
-                continue
-            constrained = True
-            if seg and not seg[0].isspace():
-                words = seg.split()
-                content_type = words[0]
-                take_words(words[1:], bare_after)
-            else:
-                content_type = ""
-                take_words(seg.split(), bare_after)
-
-    if author is None:
-        if role is None:
-            problem(RepairKind.BROKEN_HEADER, "header has no role")
-        author = Author(role or Role.ASSISTANT)
-
-    recipient = attrs.get("to")
-    # Bare words, read from the end as Harmony does: a content type (always, after the
-    # channel; after the role only when a recipient is already known), then a recipient.
-    bare = bare_start + bare_after
-    if bare and content_type is None and (bare_after or recipient is not None or len(bare) > 1):
-        content_type = bare.pop()
-    if bare and recipient is None:
-        recipient = bare.pop()
-    if bare:
-        problem(RepairKind.BROKEN_HEADER, f"unexpected words in header: {bare}")
-    if "content_type" in attrs:
-        if content_type is None:
-            content_type = attrs["content_type"]
-        elif content_type != attrs["content_type"]:
-            problem(RepairKind.BROKEN_HEADER, "two different content types")
-
-    name = attrs.get("name")
-    if name is not None:
-        if author.name is not None and author.name != name:
-            problem(RepairKind.BROKEN_HEADER, f"name={name} contradicts role {author.name}")
-        else:
-            author = Author(author.role, name)
-    if author.role is Role.TOOL and author.name is None:
-        problem(RepairKind.BROKEN_HEADER, "a tool message needs a name (name=functions.x)")
-        author = Author(Role.TOOL, UNKNOWN_TOOL)
-
+            reader.read_constraint(segment)
+    author = reader.role_author()
+    recipient, content_type = reader.recipient_and_content_type()
+    author = reader.named_author(author)
     return Header(
         author=author,
-        channel=channel,
+        channel=reader.channel,
         recipient=recipient,
         content_type=content_type,
-        constrained=constrained,
-        call_id=attrs.get("call_id"),
-        intent=attrs.get("intent"),
+        constrained=reader.constrained,
+        call_id=reader.attrs.get("call_id"),
+        intent=reader.attrs.get("intent"),
     )
