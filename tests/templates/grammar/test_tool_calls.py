@@ -9,19 +9,15 @@ converter lexes greedily and is no judge of GBNF). The formats are the hand-writ
 
 from __future__ import annotations
 
-import functools
 import json
-import re
-from collections.abc import Mapping, Sequence
 from typing import Any
 
-import llguidance as llg
 import pytest
 from data_paths import CASES as CASES_FILE
 from data_paths import TEMPLATES
+from grammar_checks import CONFIGURE, TIME, TOOLS, WEATHER, check, from_trigger, lark_accepts, tool
 from hand_formats import BY_TEMPLATE, FORMATS
 
-from openchatml.templates.errors import UnsupportedTemplateError
 from openchatml.templates.format import (
     CallIdPosition,
     ReasoningFormat,
@@ -68,10 +64,6 @@ GRAMMAR_TEMPLATES = (
     "GigaChat3-10B-A1.8B.jinja",
     "openbmb-MiniCPM5-1B.jinja",
 )
-# Every family with tool calls, for the checks that take any format.
-TOOL_FAMILIES = sorted(
-    f for f, fmt in FORMATS.items() if fmt.tools.syntax is not ToolSyntax.NONE and not fmt.harmony
-)
 
 # Cases whose output the grammar rejects on purpose: output no conforming model writes.
 REJECTED_CASES: dict[int, str] = {
@@ -82,122 +74,6 @@ REJECTED_CASES: dict[int, str] = {
 }
 # Malformed calls that never open the tool-call section: plain content to the grammar.
 CONTENT_CASES: dict[int, str] = {182: "a call without the section and call-end markers"}
-
-# --------------------------------------------------------------------------- engines
-
-
-class _ByteTokenizer:
-    """One token per byte, then an end-of-sequence token and the given special tokens."""
-
-    def __init__(self, specials: Sequence[str]) -> None:
-        self.tokens = [bytes([i]) for i in range(256)]
-        self.eos_token_id = 256
-        self.bos_token_id = None
-        self.specials = {text: 257 + i for i, text in enumerate(specials)}
-        self.tokens.append(b"<eos>")
-        self.tokens += [text.encode() for text in specials]
-        self.special_token_ids = [256, *self.specials.values()]
-
-    def __call__(self, text: str | bytes) -> list[int]:
-        return list(text.encode() if isinstance(text, str) else text)
-
-    def encode(self, text: str) -> list[int]:
-        """Bytes, with the special tokens' text as their tokens."""
-        if not self.specials:
-            return list(text.encode())
-        pattern = "(" + "|".join(re.escape(s) for s in sorted(self.specials, key=len, reverse=True)) + ")"
-        out: list[int] = []
-        for i, part in enumerate(re.split(pattern, text)):
-            out += [self.specials[part]] if i % 2 else list(part.encode())
-        return out
-
-
-@functools.cache
-def _tokenizer(specials: tuple[str, ...]) -> tuple[_ByteTokenizer, llg.LLTokenizer]:
-    raw = _ByteTokenizer(specials)
-    return raw, llg.LLTokenizer(llg.TokenizerWrapper(raw))
-
-
-def lark_accepts(lark: str, text: str, specials: Sequence[str] = ()) -> bool:
-    """Whether llguidance's matcher takes all of ``text`` and may stop there."""
-    raw, tokenizer = _tokenizer(tuple(specials))
-    matcher = llg.LLMatcher(tokenizer, llg.LLMatcher.grammar_from_lark(lark), log_level=0)
-    assert not matcher.is_error(), matcher.get_error()
-    return matcher.consume_tokens(raw.encode(text)) and matcher.is_accepting()
-
-
-@functools.cache
-def _xgrammar() -> Any:
-    xgr = pytest.importorskip("xgrammar")
-    vocab = [bytes([i]) for i in range(256)] + [b"<eos>"]
-    info = xgr.TokenizerInfo(vocab, vocab_type=xgr.VocabType.RAW, stop_token_ids=[256])
-    return xgr, xgr.GrammarCompiler(info, cache_enabled=False)
-
-
-def ebnf_accepts(ebnf: str, text: str) -> bool:
-    """Whether xgrammar takes all of ``text`` and may stop there."""
-    xgr, compiler = _xgrammar()
-    matcher = xgr.GrammarMatcher(
-        compiler.compile_grammar(xgr.Grammar.from_ebnf(ebnf)), terminate_without_stop_token=True
-    )
-    return bool(matcher.accept_string(text)) and bool(matcher.is_terminated())
-
-
-def from_trigger(grammar: ToolGrammar, fmt: TemplateFormat, text: str) -> str | None:
-    """The part of ``text`` a lazy grammar sees: from the first trigger after the reasoning."""
-    start = 0
-    end = fmt.reasoning.end
-    if end and end in text:
-        start = text.rindex(end) + len(end)
-    rest = text[start:]
-    found: list[int] = []
-    for trigger in grammar.triggers:
-        if trigger.kind == "word" and trigger.value in rest:
-            found.append(rest.index(trigger.value))
-        elif trigger.kind == "pattern" and (m := re.search(trigger.value, rest)):
-            found.append(m.start(1))
-    return rest[min(found) :] if found else None
-
-
-def check(
-    grammar: ToolGrammar, fmt: TemplateFormat, text: str, expected: bool, specials: Sequence[str] = ()
-) -> None:
-    """Every grammar text agrees with ``expected`` on ``text``."""
-    assert lark_accepts(grammar.lark, text, specials) is expected, ("lark", text)
-    if specials:
-        return
-    try:
-        xgrammar_ok = ebnf_accepts(grammar.ebnf, text)
-    except pytest.skip.Exception:
-        return
-    assert xgrammar_ok is expected, ("ebnf", text)
-    if grammar.lazy and expected:
-        tail = from_trigger(grammar, fmt, text)
-        if tail is not None:
-            assert ebnf_accepts(grammar.gbnf, tail), ("gbnf from the trigger", tail)
-
-
-# --------------------------------------------------------------------------- tools
-
-
-def tool(
-    name: str, properties: Mapping[str, Any], required: Sequence[str] = (), **extra: Any
-) -> dict[str, Any]:
-    schema: dict[str, Any] = {"type": "object", "properties": dict(properties), **extra}
-    if required:
-        schema["required"] = list(required)
-    return {"type": "function", "function": {"name": name, "description": name, "parameters": schema}}
-
-
-WEATHER = tool(
-    "get_weather",
-    {"city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}, "days": {"type": "integer"}},
-    ["city"],
-)
-TIME = tool("get_time", {"city": {"type": "string"}}, ["city"])
-SPECIAL = tool("special_function", {"arg1": {"type": "integer"}}, ["arg1"])
-TOOLS = [WEATHER, TIME, SPECIAL]
-
 
 # --------------------------------------------------------------------------- the cases
 
@@ -273,23 +149,6 @@ def test_cases_cover_every_family() -> None:
 
 # --------------------------------------------------------------------------- calls rendered by the templates
 
-CONFIGURE = tool(
-    "configure",
-    {
-        "name": {"type": "string"},
-        "count": {"type": "integer"},
-        "ratio": {"type": "number"},
-        "enabled": {"type": "boolean"},
-        "tags": {"type": "array", "items": {"type": "string"}},
-        "options": {
-            "type": "object",
-            "properties": {"level": {"type": "integer"}, "mode": {"enum": ["fast", "slow"]}},
-            "required": ["level"],
-        },
-        "note": {"type": ["string", "null"]},
-    },
-    ["name", "count"],
-)
 PING = tool("ping", {})
 RENDER_TOOLS = [WEATHER, TIME, CONFIGURE, PING]
 TYPED_ARGS = {
@@ -440,40 +299,6 @@ def test_reasoning_follows_the_prefix() -> None:
     check(auto, fmt, "Text, " + call + " and more text", False)
 
 
-def test_allowed_tools_restrict_the_names() -> None:
-    fmt = FORMATS["hermes"]
-    choice = {
-        "type": "allowed_tools",
-        "mode": "required",
-        "tools": [{"type": "function", "name": "get_time"}],
-    }
-    grammar = tool_call_grammar(fmt, TOOLS, tool_choice=choice)
-    assert grammar.tools == ("get_time",) and not grammar.lazy
-    check(
-        grammar, fmt, '<tool_call>\n{"name": "get_time", "arguments": {"city": "Oslo"}}\n</tool_call>', True
-    )
-    check(
-        grammar,
-        fmt,
-        '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Oslo"}}\n</tool_call>',
-        False,
-    )
-    chat = tool_call_grammar(fmt, TOOLS, tool_choice={"type": "function", "function": {"name": "get_time"}})
-    assert chat.tools == ("get_time",)
-
-
-def test_choice_errors() -> None:
-    fmt = FORMATS["hermes"]
-    with pytest.raises(ValueError, match="none"):
-        tool_call_grammar(fmt, TOOLS, tool_choice="none")
-    with pytest.raises(ValueError, match="not an offered"):
-        tool_call_grammar(fmt, TOOLS, tool_choice={"type": "function", "name": "nope"})
-    with pytest.raises(ValueError, match="no function tool"):
-        tool_call_grammar(fmt, [{"type": "web_search"}])
-    with pytest.raises(UnsupportedTemplateError):
-        tool_call_grammar(TemplateFormat(name="plain"), TOOLS)
-
-
 # --------------------------------------------------------------------------- triggers and special tokens
 
 
@@ -536,237 +361,6 @@ def _markers(fmt: TemplateFormat) -> list[str]:
     return [
         m.strip() for m in (t.section_start, t.section_end, t.call_start, t.call_end, t.arguments_start) if m
     ]
-
-
-def test_gbnf_names_and_escapes_suit_llama_cpp() -> None:
-    """llama.cpp reads rule names of letters, digits and dashes, and ``\\xHH`` escapes of two
-    digits; xgrammar reads more when a hex digit follows, which the writer never lets happen."""
-    for family in TOOL_FAMILIES:
-        grammar = tool_call_grammar(FORMATS[family], [*TOOLS, CONFIGURE])
-        for text in (grammar.gbnf, grammar.ebnf):
-            for line in text.splitlines():
-                assert re.match(r"^[a-z0-9-]+ ::= \S", line), (family, line)
-            assert not re.search(r"\\x[0-9A-Fa-f]{3}", text), family
-            assert text.startswith("root ::= ")
-
-
-# --------------------------------------------------------------------------- schemas
-
-JSON_SCHEMA_CASES: list[tuple[dict[str, Any], list[Any], list[Any]]] = [
-    ({"type": "string", "enum": ["a", "b"]}, ["a", "b"], ["c", 1]),
-    ({"const": "x"}, ["x"], ["y"]),
-    ({"type": "integer"}, [0, -12, 7], [1.5, "1", True]),
-    ({"type": "number"}, [1.5e3, -0.25, 3], ["1", None]),
-    ({"type": "boolean"}, [True, False], ["true", 0]),
-    ({"type": "null"}, [None], [0, "null"]),
-    ({"type": ["string", "null"]}, ["x", None], [1]),
-    ({"type": "string", "nullable": True}, ["x", None], [False]),
-    ({"type": "string", "minLength": 2, "maxLength": 3}, ["ab", "abc"], ["a", "abcd"]),
-    ({"type": "string"}, ['a"b\\n\u00e9 \U0001f600', ""], [1]),
-    (
-        {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 2},
-        [[1], [1, 2]],
-        [[], [1, 2, 3], ["a"]],
-    ),
-    (
-        {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "items": False},
-        [["a", 1]],
-        [[1, "a"]],
-    ),
-    ({"type": "array"}, [[], [1, "a", None, {"k": [True]}]], [{}]),
-    (
-        {
-            "type": "object",
-            "properties": {"x": {"type": "integer"}, "y": {"type": "string"}},
-            "required": ["x"],
-        },
-        [{"x": 1}, {"x": 1, "y": "z"}],
-        [{}, {"y": "z"}, {"x": 1, "z": 2}, {"x": "1"}],
-    ),
-    ({"type": "object"}, [{}, {"any": [1, {"a": None}]}], [[], "x"]),
-    ({"type": "object", "additionalProperties": {"type": "integer"}}, [{"a": 1, "b": 2}], [{"a": "x"}]),
-    ({"anyOf": [{"type": "integer"}, {"type": "string"}]}, [1, "x"], [True, None]),
-    (
-        {"oneOf": [{"type": "boolean"}, {"type": "array", "items": {"type": "boolean"}}]},
-        [True, [False]],
-        [[1]],
-    ),
-    (
-        {
-            "allOf": [
-                {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
-                {"properties": {"b": {"type": "integer"}}},
-            ]
-        },
-        [{"a": 1}, {"a": 1, "b": 2}],
-        [{"b": 2}],
-    ),
-]
-
-
-def _json_format_text(value: Any) -> str:
-    args = json.dumps({"v": value}, ensure_ascii=False)
-    return f'<tool_call>\n{{"name": "t", "arguments": {args}}}\n</tool_call>'
-
-
-@pytest.mark.parametrize(
-    ("schema", "good", "bad"), JSON_SCHEMA_CASES, ids=[json.dumps(c[0])[:40] for c in JSON_SCHEMA_CASES]
-)
-def test_json_schema_values(schema: dict[str, Any], good: list[Any], bad: list[Any]) -> None:
-    fmt = FORMATS["hermes"]
-    grammar = tool_call_grammar(fmt, [tool("t", {"v": schema}, ["v"])], tool_choice="required")
-    for value in good:
-        check(grammar, fmt, _json_format_text(value), True)
-    for value in bad:
-        check(grammar, fmt, _json_format_text(value), False)
-
-
-def test_json_property_order_and_refs() -> None:
-    fmt = FORMATS["hermes"]
-    params = {
-        "type": "object",
-        "$defs": {"point": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}},
-        "properties": {"a": {"$ref": "#/$defs/point"}, "b": {"type": "integer"}},
-    }
-    spec = {"type": "function", "function": {"name": "t", "parameters": params}}
-    grammar = tool_call_grammar(fmt, [spec], tool_choice="required")
-
-    def call(args: str) -> str:
-        return f'<tool_call>\n{{"name": "t", "arguments": {args}}}\n</tool_call>'
-
-    for args in ("{}", '{"b": 2}', '{"a": {"n": 1}}', '{ "a" : {"n":1} , "b":2 }'):
-        check(grammar, fmt, call(args), True)
-    for args in ('{"b": 2, "a": {"n": 1}}', '{"a": {"n": "1"}}', '{"a": {}}'):
-        check(grammar, fmt, call(args), False)
-
-
-def test_json_call_shapes() -> None:
-    """A wrapper object, an id, a key the template writes that is neither, and arguments as
-    a JSON-encoded string."""
-    fmt = TemplateFormat(
-        name="wrapped",
-        tools=ToolCallFormat(
-            syntax=ToolSyntax.JSON,
-            call_start="<call>",
-            call_end="</call>",
-            wrapper_key="function",
-            id_key="id",
-            arguments_as_string=True,
-            key_order=("id", "type", "function", "name", "arguments"),
-        ),
-    )
-    grammar = tool_call_grammar(fmt, TOOLS, tool_choice="required")
-    good = (
-        '<call>{"id": "c1", "type": "function", "function": {"name": "get_weather", '
-        '"arguments": "{\\"city\\": \\"Oslo\\", \\"days\\": 2}"}}</call>'
-    )
-    check(grammar, fmt, good, True)
-    check(grammar, fmt, good.replace('"id": "c1", "type": "function", ', ""), True)
-    check(grammar, fmt, good.replace('\\"days\\": 2', '\\"days\\": \\"2\\"'), False)
-    check(grammar, fmt, good.replace('"{\\"city\\": \\"Oslo\\", \\"days\\": 2}"', '{"city": "Oslo"}'), False)
-    check(grammar, fmt, good.replace("Oslo", 'O\\\\\\"slo\\\\n'), True)
-
-
-def test_pythonic_arguments() -> None:
-    fmt = FORMATS["lfm2"]
-    grammar = tool_call_grammar(fmt, [*TOOLS, CONFIGURE], tool_choice="required")
-
-    def call(body: str) -> str:
-        return f"<|tool_call_start|>[{body}]<|tool_call_end|>"
-
-    for body in (
-        "get_weather(city='Oslo', days=2)",
-        'get_weather(days=2, city="Oslo")',
-        "get_weather(unit='celsius', city='Oslo')",
-        "configure(count=1, name='n', options={'mode': 'slow', 'level': 1}, enabled=False, note=None)",
-        'configure(name="n", count=1, enabled=true, note=null, tags=["a", \'b\'])',
-        "get_time(city='Oslo'), get_weather(city='Oslo')",
-    ):
-        check(grammar, fmt, call(body), True)
-    for body in (
-        "get_weather(days=2)",
-        "get_weather(city='Oslo', city='Oslo')",
-        "get_weather(city=Oslo)",
-        "get_weather(city='Oslo', unit='kelvin')",
-        "configure(name='n', count=1.5)",
-        "configure(name='n', count=1, options={'mode': 'slow'})",
-    ):
-        check(grammar, fmt, call(body), False)
-
-
-def test_object_notation_arguments() -> None:
-    fmt = FORMATS["gemma4"]
-    grammar = tool_call_grammar(fmt, [*TOOLS, CONFIGURE], tool_choice="required")
-    q = '<|"|>'
-
-    def call(body: str) -> str:
-        return f"<|tool_call>call:{body}<tool_call|>"
-
-    for body in (
-        f"get_weather{{city:{q}Oslo{q},days:2}}",
-        f'get_weather{{days:2,city:{q}Oslo, "Norway"{q}}}',
-        f"configure{{count:1,name:{q}n{q},options:{{mode:{q}fast{q},level:3}},tags:[{q}a{q}],note:null}}",
-    ):
-        check(grammar, fmt, call(body), True)
-    for body in ('get_weather{city:"Oslo"}', f"get_weather{{town:{q}Oslo{q}}}", f"configure{{name:{q}n{q}}}"):
-        check(grammar, fmt, call(body), False)
-
-
-def test_tagged_arguments() -> None:
-    fmt = FORMATS["qwen3-coder"]
-    grammar = tool_call_grammar(fmt, [*TOOLS, CONFIGURE], tool_choice="required")
-
-    def call(name: str, *args: tuple[str, str]) -> str:
-        params = "".join(f"<parameter={k}>\n{v}\n</parameter>\n" for k, v in args)
-        return f"<tool_call>\n<function={name}>\n{params}</function>\n</tool_call>"
-
-    check(grammar, fmt, call("get_weather", ("days", "3"), ("city", "<b>Oslo</b>\n & more")), True)
-    check(grammar, fmt, call("get_weather", ("city", "Oslo"), ("unit", "celsius")), True)
-    check(
-        grammar,
-        fmt,
-        call("configure", ("count", "2"), ("name", "x"), ("enabled", "True"), ("note", "None")),
-        True,
-    )
-    check(grammar, fmt, call("configure", ("name", "x"), ("count", "2"), ("options", "{'level': 1}")), True)
-    check(grammar, fmt, call("get_weather", ("city", "Oslo"), ("city", "Bergen")), False)
-    check(grammar, fmt, call("get_weather", ("city", "Oslo"), ("unit", "kelvin")), False)
-    check(grammar, fmt, call("configure", ("name", "x"), ("count", "two")), False)
-    check(grammar, fmt, call("get_weather", ("unit", "celsius")), False)
-
-
-def test_tagged_values_with_a_json_prefix() -> None:
-    fmt = FORMATS["deepseek-v3.2"]
-    grammar = tool_call_grammar(fmt, [CONFIGURE], tool_choice="required", prefix="<think></think>")
-
-    def call(*args: tuple[str, str, str]) -> str:
-        params = "".join(
-            f'<｜DSML｜parameter name="{k}" string="{s}">{v}</｜DSML｜parameter>\n' for k, s, v in args
-        )
-        return (
-            '<｜DSML｜function_calls>\n<｜DSML｜invoke name="configure">\n'
-            f"{params}</｜DSML｜invoke>\n</｜DSML｜function_calls>"
-        )
-
-    check(grammar, fmt, call(("name", "true", "x <y>"), ("count", "false", "2")), True)
-    check(grammar, fmt, call(("name", "true", "x"), ("count", "false", "2"), ("note", "false", "null")), True)
-    check(grammar, fmt, call(("name", "true", "x"), ("count", "false", "2"), ("note", "true", "text")), True)
-    check(grammar, fmt, call(("name", "true", "x"), ("count", "true", "2")), False)
-    check(grammar, fmt, call(("name", "false", '"x"'), ("count", "false", "2")), False)
-
-
-def test_cdata_values() -> None:
-    fmt = FORMATS["minicpm5"]
-    grammar = tool_call_grammar(
-        fmt, [tool("html", {"markup": {"type": "string"}}, ["markup"])], tool_choice="required"
-    )
-
-    def call(value: str) -> str:
-        return f'<function name="html"><param name="markup">{value}</param></function>'
-
-    check(grammar, fmt, call("<![CDATA[<a>x</a> </param> ]]>"), True)
-    check(grammar, fmt, call("plain <b>text</b>"), True)
-    check(grammar, fmt, call("<![CDATA[never closed </param>"), False)
 
 
 def test_reasoning_before_a_delimiter() -> None:

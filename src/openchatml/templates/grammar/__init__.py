@@ -1,0 +1,20 @@
+"""Grammars that hold a model to its tool-call syntax, for constrained decoding.
+
+:func:`tool_call_grammar` builds, from a template's analysed format (or Harmony, for
+gpt-oss: :func:`harmony_tool_call_grammar`) and the offered tools, a :class:`ToolGrammar`:
+llguidance Lark, llama.cpp GBNF and xgrammar EBNF texts, with the :class:`Trigger` of a
+lazy grammar.
+
+The modules, bottom up: :mod:`.ir` (the intermediate form), :mod:`.builder` (named rules,
+object members), :mod:`.dialect` and :mod:`.json_schema` (values by JSON Schema),
+:mod:`.lark` and :mod:`.gbnf` (the writers), :mod:`.tool_choice` (what ``tool_choice``
+allows), :mod:`.markers` and :mod:`.call_arguments` (a format's calls), :mod:`.tool_grammar`
+(the result), :mod:`.tool_calls` and :mod:`.harmony` (the grammars of a request).
+"""
+
+from .harmony import harmony_tool_call_grammar
+from .tool_calls import tool_call_grammar
+from .tool_choice import ToolChoice
+from .tool_grammar import ToolGrammar, Trigger
+
+__all__ = ["ToolChoice", "ToolGrammar", "Trigger", "harmony_tool_call_grammar", "tool_call_grammar"]

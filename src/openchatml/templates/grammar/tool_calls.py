@@ -1,0 +1,336 @@
+"""Grammars that hold a model to its own tool-call syntax, for constrained decoding.
+
+:func:`tool_call_grammar` turns a :class:`~..format.TemplateFormat` and the offered tools
+into a :class:`~.tool_grammar.ToolGrammar` that accepts exactly the output the format
+allows: the reasoning (free text between the format's markers), content before the first
+call where ``tool_choice`` allows it, then the calls themselves, spelled the format's way
+(section and per-call markers, separators, ids), naming only the allowed tools, with
+arguments that conform to each tool's JSON Schema (:mod:`.call_arguments`).
+
+The parts of the output:
+
+* reasoning, from ``prefix`` (the text the prompt already wrote of the assistant's
+  message): already open (the output starts inside it and must close it), already closed,
+  or optional at the start; with a delimiter and no start marker, everything until the
+  delimiter is reasoning, and the delimiter must come;
+* the body: ``required`` and named choices allow only whitespace before the first call;
+  ``auto`` allows free text up to the trigger (after which calls must follow) or free text
+  with no trigger at all;
+* the calls: ``section_start`` call (separator call)* ``section_end``, each call
+  ``call_start`` head arguments tail ``call_end``, the head being the name between its
+  markers with the id where ``id_position`` puts it — or, when ``id_pattern`` holds the
+  name and the id comes before it, the id alone (``functions.get_time:0``).
+
+Triggers (:class:`~.tool_grammar.Trigger`): the literal that opens the calls — the
+format's ``section_start``, else ``call_start``, else the first marker of a call (an id or
+name prefix). A format with no marker at all (bare JSON such as Llama 3.1's
+``{"name": …, "parameters": …}``, a bare Python list) gets a ``pattern`` trigger anchored
+at the start of the output, ``^\\s*(\\{)``: "the answer begins with the call"; the grammar
+starts where the pattern's group starts. Triggers are meant to be matched in the output
+after the reasoning (a model may think about a call before making it).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
+
+from ..errors import UnsupportedTemplateError
+from ..format import CallIdPosition, ReasoningMode, TemplateFormat, ToolCallFormat, ToolSyntax
+from .builder import LAZY_START, START, RuleSet
+from .call_arguments import ArgumentRuleBuilder
+from .harmony import harmony_tool_call_grammar
+from .ir import (
+    EMPTY,
+    LAYOUT,
+    Concat,
+    FreeText,
+    LiteralText,
+    Node,
+    Repeat,
+    char_class,
+    choice,
+    concat,
+    optional,
+    zero_or_more,
+)
+from .markers import marker_node, strip_edge
+from .tool_choice import ToolChoice, function_tools, select_tools
+from .tool_grammar import ToolGrammar, Trigger, write_tool_grammar
+
+
+def tool_call_grammar(
+    fmt: TemplateFormat,
+    tools: Sequence[Mapping[str, Any]],
+    *,
+    tool_choice: ToolChoice = "auto",
+    parallel: bool = True,
+    prefix: str = "",
+    special_tokens: Mapping[str, int] | None = None,
+) -> ToolGrammar:
+    """The grammars that hold a model with this format to calls of these tools.
+
+    ``tools``: function tools, as Chat Completions (``{"type": "function", "function":
+    {...}}``) or Responses / bare (``{"name", "parameters"}``) objects; other tool types are
+    ignored. ``tool_choice``: see :data:`~.tool_choice.ToolChoice`. ``parallel``: several
+    calls in one message (only where the format writes several). ``prefix``: what the
+    prompt already wrote of the assistant's message (``"<think>\\n"`` when the generation
+    prompt opens the reasoning). ``special_tokens``: markers that are single special tokens
+    of the model's tokenizer, with their ids (used by the Lark grammar and the triggers).
+
+    A Harmony format (gpt-oss) gets :func:`~.harmony.harmony_tool_call_grammar` (``prefix``
+    and ``parallel`` do not apply: the prompt ends at ``<|start|>assistant``, and a Harmony
+    turn ends at its one call).
+
+    Raises :class:`UnsupportedTemplateError` when the format has no tool calls,
+    ``ValueError`` for a ``tool_choice`` of ``"none"``, one naming a tool that is not
+    offered, or no function tools at all.
+    """
+    if fmt.harmony:
+        return harmony_tool_call_grammar(tools, tool_choice=tool_choice, special_tokens=special_tokens)
+    if fmt.tools.syntax is ToolSyntax.NONE:
+        raise UnsupportedTemplateError(f"format {fmt.name or '(unnamed)'} has no tool-call syntax")
+    offered = function_tools(tools)
+    selection = select_tools(tool_choice, offered)
+    chosen = [(name, offered[name]) for name in selection.names]
+    several = parallel and fmt.tools.parallel
+    builder = ToolCallRuleBuilder(fmt, chosen, several=several)
+    opener = builder.build(mode=selection.mode, prefix=prefix)
+    specials = dict(special_tokens or {})
+    return write_tool_grammar(
+        builder.rule_set,
+        specials,
+        triggers=_triggers(fmt.tools, opener, chosen, specials),
+        lazy=selection.mode == "auto",
+        tools=selection.names,
+        parallel=several,
+    )
+
+
+class ToolCallRuleBuilder:
+    """Builds the rules of one request's output in a template format: the reasoning, the
+    content, the calls of the ``tools`` (name, parameters schema) — ``several`` of them or
+    one."""
+
+    def __init__(self, fmt: TemplateFormat, tools: list[tuple[str, Any]], *, several: bool) -> None:
+        self.fmt = fmt
+        self.tools = tools
+        self.several = several
+        self.rule_set = RuleSet()
+        self.arguments = ArgumentRuleBuilder(fmt.tools, self.rule_set)
+
+    @property
+    def tool_format(self) -> ToolCallFormat:
+        return self.fmt.tools
+
+    def build(self, *, mode: Literal["auto", "required"], prefix: str) -> str:
+        """Define the rules :data:`~.builder.START` (the whole output) and
+        :data:`~.builder.LAZY_START` (from the trigger on); return the opening literal of
+        the calls (``""``: none)."""
+        opener, rest = self.calls()
+        calls = concat(LiteralText(opener), rest)
+        end = LAYOUT
+        reasoning, start_marker = self.reasoning(prefix)
+        not_start = (start_marker,) if start_marker else ()
+        if mode != "auto":
+            body = concat(LAYOUT, calls, end)
+        elif opener:
+            body = choice(
+                concat(FreeText(opener, not_start), rest, end),
+                FreeText("", not_start, avoid=opener),
+            )
+        else:
+            heads = self.bare_heads()
+            body = choice(concat(LAYOUT, calls, end), FreeText("", (*not_start, *heads)))
+        self.rule_set.define(START, concat(reasoning, body))
+        self.rule_set.define(LAZY_START, concat(calls, end))
+        return opener
+
+    # -- reasoning
+    def reasoning(self, prefix: str) -> tuple[Node, str]:
+        """The reasoning part and the marker that opens it (free text must not begin with it)."""
+        reasoning = self.fmt.reasoning
+        if reasoning.mode is ReasoningMode.NONE or not reasoning.end:
+            return EMPTY, ""
+        end = reasoning.end.strip() or reasoning.end
+        if reasoning.mode is ReasoningMode.TAGS and reasoning.start:
+            start = reasoning.start.strip() or reasoning.start
+            opened = prefix.rfind(start)
+            if opened >= 0 and prefix.find(end, opened) < 0:
+                return concat(FreeText(end), LAYOUT), ""
+            if opened >= 0 or end in prefix:
+                return EMPTY, ""
+            return optional(concat(FreeText(end, open=start), LAYOUT)), start
+        if end in prefix:
+            return EMPTY, ""
+        return concat(FreeText(end), LAYOUT), ""  # everything before the delimiter is reasoning
+
+    # -- calls
+    def markers(self) -> tuple[str, str, str, str]:
+        """section_start, section_end, call_start, call_end (a section marker that repeats a
+        per-call or name marker is dropped: it is not written twice)."""
+        tool_format = self.tool_format
+        section_start, section_end = tool_format.section_start, tool_format.section_end
+        call_start, call_end = tool_format.call_start, tool_format.call_end
+        if section_start and section_start.strip() in (call_start.strip(), tool_format.name_prefix.strip()):
+            section_start = ""
+            if section_end.strip() in (call_end.strip(), ""):
+                section_end = ""
+        return section_start, section_end, call_start, call_end
+
+    def calls(self) -> tuple[str, Node]:
+        """The calls of one message, split into their opening literal (``""``: none) and the rest."""
+        tool_format = self.tool_format
+        section_start, section_end, _call_start, _call_end = self.markers()
+        listed = tool_format.array and tool_format.syntax in (ToolSyntax.JSON, ToolSyntax.PYTHONIC)
+        if listed:
+            section_start, _ = strip_edge(section_start, "[", end=True)
+            section_end, _ = strip_edge(section_end, "]", end=False)
+        calls = [self.call(name, schema) for name, schema in self.tools]
+        opener = section_start.strip()
+        one = first_call = self.rule_set.add("call", choice(*calls))
+        if not opener and not listed:
+            opener = self.call_opening()
+            if opener:  # every call opens with it: the first one's is the trigger
+                head, rests = self.split_calls(calls, opener)
+                first_call = self.rule_set.add(
+                    "call", choice(*(self.rule_set.add("call", rest) for rest in rests))
+                )
+                one = self.rule_set.add("call", concat(*head, first_call))
+        if listed:
+            separator = concat(LAYOUT, LiteralText(","), LAYOUT)
+            inner = concat(first_call, zero_or_more(concat(separator, one))) if self.several else first_call
+            body = concat(LiteralText("["), LAYOUT, inner, LAYOUT, LiteralText("]"))
+        else:
+            if tool_format.separator.strip():
+                separator = concat(marker_node(tool_format.separator), LAYOUT)
+            else:
+                separator = LAYOUT
+            body = concat(first_call, zero_or_more(concat(separator, one))) if self.several else first_call
+        after_start = LAYOUT if section_start.strip() and section_start[-1].isspace() else EMPTY
+        return opener, concat(after_start, body, marker_node(section_end))
+
+    def call_opening(self) -> str:
+        """The literal every call begins with, when there is no section marker."""
+        _section_start, _section_end, call_start, _call_end = self.markers()
+        tool_format = self.tool_format
+        if call_start.strip():
+            return call_start.strip()
+        if tool_format.syntax is not ToolSyntax.JSON and not self.id_is_head():
+            if tool_format.id_position is CallIdPosition.BEFORE_NAME:
+                return tool_format.id_prefix.strip()
+            return tool_format.name_prefix.strip()
+        return ""
+
+    def bare_heads(self) -> tuple[str, ...]:
+        """How a call with no marker begins (for content that must not begin so)."""
+        tool_format = self.tool_format
+        if tool_format.syntax is ToolSyntax.JSON:
+            return ("[",) if tool_format.array else ("{",)
+        if tool_format.syntax is ToolSyntax.PYTHONIC and tool_format.array:
+            return ("[",)
+        return tuple(name for name, _schema in self.tools)
+
+    def call(self, name: str, schema: Any) -> Node:
+        """One call of tool ``name``."""
+        tool_format = self.tool_format
+        _section_start, _section_end, call_start, call_end = self.markers()
+        if tool_format.syntax is ToolSyntax.JSON:
+            json_call = self.arguments.json_call(name, schema)
+            return concat(marker_node(call_start, split=False), json_call, marker_node(call_end))
+        name_suffix, arguments_start, arguments_end = (
+            tool_format.name_suffix,
+            tool_format.arguments_start,
+            tool_format.arguments_end,
+        )
+        brackets = {
+            ToolSyntax.PYTHONIC: ("(", ")"),
+            ToolSyntax.OBJECT_NOTATION: ("{", "}"),
+            ToolSyntax.TAG_JSON: ("{", "}"),
+        }
+        if tool_format.syntax in brackets:  # the arguments write their own brackets
+            open_bracket, close_bracket = brackets[tool_format.syntax]
+            arguments_start, found = strip_edge(arguments_start, open_bracket, end=True)
+            if not found and not arguments_start.strip():
+                name_suffix, _ = strip_edge(name_suffix, open_bracket, end=True)
+            arguments_end, found = strip_edge(arguments_end, close_bracket, end=False)
+            if not found and not arguments_end.strip():
+                call_end, _ = strip_edge(call_end, close_bracket, end=False)
+        identifier = self.rule_set.add(
+            "id", Repeat(char_class("A-Za-z0-9_-"), 1, None), terminal=True, key=("callid",)
+        )
+        call_id = concat(
+            marker_node(tool_format.id_prefix, split=False), identifier, marker_node(tool_format.id_suffix)
+        )
+        position = tool_format.id_position
+        parts: list[Node] = [marker_node(call_start, split=False)]
+        if self.id_is_head():
+            parts.append(self.id_head(name))
+        else:
+            if position is CallIdPosition.BEFORE_NAME:
+                parts.append(call_id)
+            parts += [
+                marker_node(tool_format.name_prefix, split=False),
+                LiteralText(name),
+                marker_node(name_suffix),
+            ]
+        if position is CallIdPosition.BETWEEN_NAME_AND_ARGUMENTS:
+            parts.append(call_id)
+        arguments = self.arguments.arguments(schema)
+        parts += [marker_node(arguments_start), arguments, marker_node(arguments_end)]
+        if position is CallIdPosition.AFTER_ARGUMENTS:
+            parts.append(call_id)
+        parts.append(marker_node(call_end))
+        return concat(*parts)
+
+    def id_is_head(self) -> bool:
+        """Whether the id, made from ``id_pattern`` with the name in it, stands where the
+        name would (``functions.get_time:0``)."""
+        tool_format = self.tool_format
+        return (
+            tool_format.id_position is CallIdPosition.BEFORE_NAME
+            and "{name}" in tool_format.id_pattern
+            and not tool_format.id_prefix.strip()
+            and not tool_format.id_suffix.strip()
+        )
+
+    def id_head(self, name: str) -> Node:
+        """``id_pattern`` with ``name`` and a call index in it."""
+        parts: list[Node] = []
+        for i, piece in enumerate(re.split(r"(\{name\}|\{index\})", self.tool_format.id_pattern)):
+            if i % 2 == 0:
+                parts.append(LiteralText(piece))
+            elif piece == "{name}":
+                parts.append(LiteralText(name))
+            else:
+                index = Repeat(char_class("0-9"), 1, None)
+                parts.append(self.rule_set.add("index", index, terminal=True, key=("index",)))
+        return concat(*parts)
+
+    def split_calls(self, calls: list[Node], opener: str) -> tuple[list[Node], list[Node]]:
+        """What every call begins with, up to ``opener``, and the rest of each call."""
+        head: list[Node] = []
+        rests: list[Node] = []
+        for call in calls:
+            items: list[Node] = list(call.items) if isinstance(call, Concat) else [call]
+            at = items.index(LiteralText(opener))
+            head = items[: at + 1]
+            rests.append(concat(*items[at + 1 :]))
+        return head, rests
+
+
+def _triggers(
+    tool_format: ToolCallFormat, opener: str, tools: list[tuple[str, Any]], special_tokens: Mapping[str, int]
+) -> tuple[Trigger, ...]:
+    """The trigger of the calls: the opening literal, or where there is none a pattern for
+    a call at the start of the output."""
+    if opener:
+        return (Trigger(opener, "word", special_tokens.get(opener)),)
+    if tool_format.syntax is ToolSyntax.JSON or (
+        tool_format.syntax is ToolSyntax.PYTHONIC and tool_format.array
+    ):
+        head = re.escape("[" if tool_format.array else "{")
+    else:
+        head = "(?:" + "|".join(re.escape(name) for name, _schema in tools) + ")"
+    return (Trigger(rf"^\s*({head})", "pattern"),)

@@ -1,0 +1,85 @@
+"""The grammars of one request's tool calls, as the engines take them.
+
+Three texts come out of one :class:`~.builder.RuleSet`:
+
+* ``lark`` — llguidance's Lark dialect, for the whole output. JSON arguments are inline
+  ``%json`` schemas (llguidance's own schema compiler, ``lenient``); free text runs in lazy
+  lexemes that end at the first trigger. Markers that are special tokens of the model's
+  tokenizer are written as token references (``<[id]>``): llguidance never matches a
+  special token against quoted text.
+* ``ebnf`` — the whole output in the GBNF syntax read by both llama.cpp and xgrammar
+  (``Grammar.from_ebnf``); JSON Schemas are converted into rules.
+* ``gbnf`` — what llama.cpp needs: when ``lazy`` (``tool_choice="auto"``), the grammar of
+  the output from the trigger on (llama.cpp's lazy grammars let the model write freely
+  until a trigger and apply the grammar from there); otherwise the same text as ``ebnf``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from .builder import LAZY_START, START, RuleSet
+from .gbnf import GbnfWriter
+from .lark import LarkWriter
+
+
+@dataclass(frozen=True, slots=True)
+class Trigger:
+    """What starts the tool calls, for a lazy grammar: free text until it, the grammar from it.
+
+    ``kind == "word"``: ``value`` is the literal marker (``token_id`` is its id where it is
+    one special token of the tokenizer). ``kind == "pattern"``: ``value`` is a regular
+    expression (Python / ECMAScript syntax) searched in the output; the grammar starts where
+    its first group starts (llama.cpp's ``pattern`` triggers).
+    """
+
+    value: str
+    kind: Literal["word", "pattern"] = "word"
+    token_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolGrammar:
+    """Grammars for one request's tool calls (see the module docstring)."""
+
+    lark: str
+    """llguidance Lark, the whole output."""
+    gbnf: str
+    """llama.cpp GBNF: the output from the trigger on when ``lazy``, else the whole output."""
+    ebnf: str
+    """The whole output in the GBNF syntax that xgrammar and llama.cpp both read."""
+    triggers: tuple[Trigger, ...]
+    """What opens the calls (given whether or not the grammar is lazy)."""
+    lazy: bool
+    """Free content may come before the calls (``auto``): apply ``gbnf`` from a trigger on."""
+    tools: tuple[str, ...] = ()
+    """The names of the tools the grammar lets the model call."""
+    parallel: bool = False
+    """Several calls are allowed."""
+
+
+def write_tool_grammar(
+    rule_set: RuleSet,
+    special_tokens: Mapping[str, int],
+    *,
+    triggers: tuple[Trigger, ...],
+    lazy: bool,
+    tools: tuple[str, ...],
+    parallel: bool,
+) -> ToolGrammar:
+    """The :class:`ToolGrammar` of ``rule_set``, whose rules :data:`~.builder.START` (the
+    whole output) and :data:`~.builder.LAZY_START` (from the trigger on) are defined;
+    ``special_tokens``: markers that are single special tokens, with their ids (Lark)."""
+    gbnf_writer = GbnfWriter(rule_set)
+    ebnf = gbnf_writer.write(START)
+    return ToolGrammar(
+        lark=LarkWriter(rule_set, special_tokens).write(START),
+        gbnf=gbnf_writer.write(LAZY_START) if lazy else ebnf,
+        ebnf=ebnf,
+        triggers=triggers,
+        lazy=lazy,
+        tools=tools,
+        parallel=parallel,
+    )
