@@ -12,8 +12,9 @@ $(BIN)/openchatml: pyproject.toml
 	touch $@
 
 # The main job: serve the Open Responses API over a tiny random-weight gpt-oss, built
-# offline on first use (pass MODEL=… for a real one: a hub id or a local folder).
-MODEL ?= tiny
+# offline on first use (MODEL=tiny-chat-qwen3 for a chat-template model; MODEL=… a hub id or
+# a local folder for a real one).
+MODEL ?= tiny-random
 PORT  ?= 8000
 run: $(BIN)/openchatml
 	$(BIN)/openchatml serve --model $(MODEL) --port $(PORT)

@@ -128,7 +128,7 @@ def contenders(ours: str, vllm: str, model: str, tokens: int) -> dict[str, Reque
     """Name → a coroutine function that streams one request of that contender."""
     body = {"model": model, "input": INPUT, "max_output_tokens": tokens, "temperature": 0, "stream": True}
     request = parse_request({**body, "stream": False})
-    prompt = prepare(request, build_conversation(request, request.input), context_length=None).prompt
+    prompt = prepare(request, build_conversation(request, request.items), context_length=None).prompt
     completion = {
         "model": model,
         "prompt": prompt,

@@ -24,18 +24,14 @@ from typing import Any
 from openchatml.templates import analysis
 from openchatml.templates.analysis import analyze
 from openchatml.templates.environment import ChatTemplate
-from openchatml.templates.output import open_parser
-from openchatml.templates.parser import ParseOptions
+from openchatml.templates.parsing import ParseOptions, open_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "tests" / "templates" / "data"
 
 
 def _clear_caches() -> None:
-    for name in dir(analysis):
-        cache_clear = getattr(getattr(analysis, name), "cache_clear", None)
-        if callable(cache_clear):
-            cache_clear()
+    analysis.clear_caches()
 
 
 def analysis_times(folder: Path, repeat: int = 5) -> dict[str, float]:

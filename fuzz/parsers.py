@@ -9,7 +9,7 @@
 * Render → parse: any message the renderer accepts (header values of any length) reads
   back strictly as itself, in both profiles, as text and as token ids.
 * One target per chat template of ``tests/templates/data/templates``: its parser
-  (:func:`~openchatml.templates.output.open_parser`) over random text made of the
+  (:func:`~openchatml.templates.parsing.open_parser`) over random text made of the
   template's own markers and over damaged known-good outputs never fails on its own
   (``W-INTERNAL``), streams as it parses whole, and its deltas add up to the message.
 
@@ -71,8 +71,15 @@ from openchatml.templates.analysis import analyze_source
 from openchatml.templates.environment import ChatTemplate
 from openchatml.templates.errors import TemplateError
 from openchatml.templates.format import TemplateFormat
-from openchatml.templates.output import open_parser
-from openchatml.templates.parser import CONTENT, REASONING, TOOL_ARGUMENTS, TOOL_CALL, Delta, ParseOptions
+from openchatml.templates.parsing import (
+    ContentText,
+    Delta,
+    ParseOptions,
+    ReasoningText,
+    ToolArgumentsText,
+    ToolCallStarted,
+    open_parser,
+)
 
 from .target import Target, target
 
@@ -859,13 +866,14 @@ def check_streamed(
     message = parser.message
     assert message == whole, f"streamed {message}\n   whole {whole}"
     assert not [w for w in message.warnings if w.code == "W-INTERNAL"], message.warnings
-    assert start.content + "".join(d.text for d in deltas if d.kind == CONTENT) == message.content
-    assert start.reasoning + "".join(d.text for d in deltas if d.kind == REASONING) == message.reasoning
+    reasoning = "".join(d.text for d in deltas if isinstance(d, ReasoningText))
+    assert start.content + "".join(d.text for d in deltas if isinstance(d, ContentText)) == message.content
+    assert start.reasoning + reasoning == message.reasoning
     arguments: dict[int, str] = {}
     for d in deltas:
-        if d.kind == TOOL_CALL:
+        if isinstance(d, ToolCallStarted):
             arguments[d.index] = ""
-        elif d.kind == TOOL_ARGUMENTS:
+        elif isinstance(d, ToolArgumentsText):
             arguments[d.index] += d.text
     for index, call in enumerate(message.tool_calls):
         if index >= len(start.tool_calls):

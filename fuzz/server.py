@@ -6,7 +6,7 @@
   renamed, duplicated or invented, nesting down to ~1100 levels), random JSON values, and
   their JSON text damaged byte by byte or replaced by random bytes — into
   :func:`~openchatml.responses.request.parse_request` (decoded) and
-  :func:`~openchatml.server.app.request_of` (bytes, under random
+  :func:`~openchatml.server.request_body.request_of` (bytes, under random
   :class:`~openchatml.responses.limits.RequestLimits` and the app's ``drop``/``only``).
   Only :class:`~openchatml.responses.errors.APIError` with a 4xx status and the error
   envelope may be raised; an accepted body gives a :class:`ResponseRequest`.
@@ -55,11 +55,17 @@ from openchatml.responses import ids
 from openchatml.responses.crypto import Sealer
 from openchatml.responses.errors import APIError
 from openchatml.responses.limits import RequestLimits
-from openchatml.responses.request import MAX_TEXT, REQUEST_KEYS, ResponseRequest, parse_request
+from openchatml.responses.request import ResponseRequest, parse_request
+from openchatml.responses.wire.base import MAX_TEXT
+from openchatml.responses.wire.request import REQUEST_KEYS
 from openchatml.server.admission import Admission
-from openchatml.server.app import COMPACT_KEYS, Limits, create_app, request_of
+from openchatml.server.app import create_app
 from openchatml.server.auth import KeyChecker
-from openchatml.server.service import ResponseService, ServiceSettings
+from openchatml.server.limits import Limits
+from openchatml.server.request_body import request_of
+from openchatml.server.routes.responses import COMPACT_KEYS
+from openchatml.server.service import ResponseService
+from openchatml.server.settings import ServiceSettings
 from openchatml.server.store.sqlite import SQLiteStore
 
 from .target import FuzzFailure, Target, short_repr, target
@@ -795,7 +801,7 @@ def check_validator_case(case: ValidatorCase) -> None:
             raise AssertionError(f"a valid body was refused: {exc.code} {exc.param}: {exc.message}") from exc
         return
     assert isinstance(result, ResponseRequest), type(result)
-    for item in result.input:
+    for item in (typed.to_json() for typed in result.items):
         assert item["type"] in INPUT_ITEM_TYPES, item
         assert isinstance(item.get("id"), str), item
         assert item["id"] or item["type"] == "item_reference", item  # a reference to "" is a 404 later
@@ -844,6 +850,7 @@ class FuzzEngine:
         self.scripts = _scripts()
         self.rng = random.Random(0)
         self._info = ModelInfo(id=MODEL, context_length=4096, engine="fuzz")
+        self.tokenizer = None  # the model speaks Harmony
 
     @property
     def info(self) -> ModelInfo:
@@ -1148,8 +1155,8 @@ class Harness:
         last = events[-1]
         assert last["type"] in TERMINAL_EVENTS, f"the stream ends with {last['type']}"
         for event in events:
-            if event["type"] == "error":
-                self.check_failure(event.get("error"))
+            if event["type"] == "error":  # OpenAI's error event holds the error's fields itself
+                self.check_failure(event.get("error", event))
             response = event.get("response")
             if isinstance(response, dict):
                 self.remember(response)
@@ -1368,7 +1375,8 @@ def random_path(rng: random.Random, h: Harness) -> tuple[str, str]:
 
 
 def random_headers(rng: random.Random, body: bytes, chunks: int) -> list[tuple[bytes, bytes]]:
-    """Authorization (mostly right), content type and length (mostly true), and others."""
+    """Authorization (mostly right), content type and length (mostly true), the wire
+    dialect (``OpenChatML-Wire``, right or wrong, or an SDK's headers), and others."""
     headers: list[tuple[bytes, bytes]] = [(b"host", b"testserver")]
     roll = rng.random()
     if roll < 0.85:
@@ -1411,6 +1419,10 @@ def random_headers(rng: random.Random, body: bytes, chunks: int) -> list[tuple[b
             )
             value = rng.choice((b"*/*", b"text/event-stream", b"", b"\x80\xff", b"gzip", b"a" * 200, b"x=1"))
             headers.append((name, value))
+    if rng.random() < 0.15:  # the wire dialect: asked by name (or badly), or picked by the client
+        name = rng.choice((b"openchatml-wire", b"openchatml-wire", b"x-stainless-lang", b"originator"))
+        value = rng.choice((b"openai", b"openresponses", b"auto", b" OpenAI ", b"klingon", b"", b"\xff"))
+        headers.append((name, value))
     if rng.random() < 0.02:
         headers.append((b"x-big", b"a" * rng.choice((3000, 5000))))
     if rng.random() < 0.03:

@@ -1339,6 +1339,46 @@ def test_invalid_utf8_decoding(oracle: Any, ours: C.HarmonyEncoding) -> None:
 
 # --- models and errors ----------------------------------------------------------------------
 
+PUBLIC_NAMES = [
+    "Author",
+    "ChannelConfig",
+    "Content",
+    "Conversation",
+    "DeveloperContent",
+    "HarmonyEncoding",
+    "HarmonyEncodingName",
+    "HarmonyError",
+    "Message",
+    "ReasoningEffort",
+    "RenderConversationConfig",
+    "RenderOptions",
+    "Role",
+    "StreamState",
+    "StreamableParser",
+    "SystemContent",
+    "TextContent",
+    "ToolDescription",
+    "ToolNamespaceConfig",
+    "load_harmony_encoding",
+]
+"""``openchatml.harmony.__all__``: the public names of openai-harmony 0.0.8's module."""
+
+
+def test_public_names_are_those_of_the_reference() -> None:
+    assert sorted(C.__all__) == PUBLIC_NAMES
+    assert set(H.__all__) <= set(C.__all__)
+    reference_classes = {
+        name
+        for name in dir(H)
+        if isinstance(getattr(H, name), type) and getattr(H, name).__module__ == H.__name__
+    }
+    assert reference_classes <= set(C.__all__)
+    for name in [*PUBLIC_NAMES, "CONSTRAIN_MARKER"]:
+        namespace: dict[str, Any] = {}
+        exec(f"from openchatml.harmony import {name}", namespace)
+        assert namespace[name] is getattr(C, name)
+    assert C.CONSTRAIN_MARKER == "<|constrain|>"
+
 
 def test_builtin_namespaces_match_reference() -> None:
     assert C.ToolNamespaceConfig.browser().model_dump() == H.ToolNamespaceConfig.browser().model_dump()

@@ -474,8 +474,10 @@ __all__ = ["main"]
 @click.option(
     "--model",
     default=None,
-    metavar="NAME|PATH|tiny",
-    help="Model to serve: a hub id, a local folder, or 'tiny' (a random-weight gpt-oss built offline). "
+    metavar="NAME|PATH",
+    help="Model to serve: a hub id, a local folder, or a demo model built offline in seconds: "
+    "'tiny-random' (alias 'tiny': a random-weight gpt-oss speaking Harmony), 'tiny-chat-qwen3' or "
+    "'tiny-chat-llama' (random-weight models of those families with their chat template). "
     "Default: openai/gpt-oss-20b.",
 )
 @click.option("--upstream", metavar="URL", help="Serve through a vLLM / llama.cpp server's /v1/completions.")
@@ -567,6 +569,16 @@ __all__ = ["main"]
 @click.option(
     "--ttl-days", type=float, default=30.0, show_default=True, help="Stored responses expire after."
 )
+@click.option(
+    "--wire",
+    type=click.Choice(["auto", "openai", "openresponses"]),
+    default="auto",
+    show_default=True,
+    help="How answers are spelled: openresponses (the Open Responses schema's names, e.g. "
+    "response.reasoning.delta), openai (OpenAI's, e.g. response.reasoning_text.delta), or auto: "
+    "openai for OpenAI's SDKs and Codex, openresponses for other clients. "
+    "A request's OpenChatML-Wire header overrides it.",
+)
 def serve(
     model: str | None,
     upstream: str | None,
@@ -589,6 +601,7 @@ def serve(
     max_input_items: int,
     max_conversation_items: int,
     ttl_days: float,
+    wire: str,
 ) -> None:
     """Serve the Open Responses API (/v1/responses: JSON, SSE, WebSocket) over a model."""
     from .server import ServerConfig
@@ -623,6 +636,7 @@ def serve(
         ),
         ttl_seconds=int(ttl_days * 86400) if ttl_days > 0 else None,
         served_name=served_model_name,
+        wire=wire,
     )
     sys.exit(run_server(config))
 

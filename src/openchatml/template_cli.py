@@ -27,8 +27,7 @@ from .templates.check import Checker, load_cases
 from .templates.environment import ChatTemplate
 from .templates.format import TemplateFormat
 from .templates.grammar import tool_call_grammar
-from .templates.output import open_parser
-from .templates.parser import ParseOptions
+from .templates.parsing import KIND_NAMES, ParseOptions, open_parser
 
 _FILE = click.Path(dir_okay=False, exists=True, path_type=Path)
 
@@ -137,7 +136,9 @@ def parse_command(
 def _plain(value: Any) -> Any:
     """A delta or trigger as a dict of its set fields."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {k: v for k, v in dataclasses.asdict(value).items() if v not in ("", -1, None)}
+        fields = {k: v for k, v in dataclasses.asdict(value).items() if v not in ("", -1, None)}
+        kind = KIND_NAMES.get(type(value))
+        return {"kind": kind, **fields} if kind is not None else fields
     return value
 
 

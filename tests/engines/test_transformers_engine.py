@@ -214,6 +214,17 @@ def test_info(engine: TransformersEngine) -> None:
     )
 
 
+def test_the_engine_carries_its_folders_tokenizer(engine: TransformersEngine) -> None:
+    """o200k_harmony, no chat template (the server speaks Harmony), turns ended by the
+    model's eos ids."""
+    tokenizer = engine.tokenizer
+    assert tokenizer is not None
+    assert tokenizer.stop_token_ids == EOS_TOKEN_IDS
+    assert tokenizer.chat_template is None
+    assert tokenizer.vocab_size == 201088
+    assert tokenizer.encode(PROMPT_TEXT) == load_encoding().encode(PROMPT_TEXT, allowed_special="all")
+
+
 def test_greedy_matches_transformers_generate(
     tiny_model_dir: Path, engine: TransformersEngine, prompt: list[int], greedy: list[int]
 ) -> None:

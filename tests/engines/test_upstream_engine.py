@@ -378,6 +378,18 @@ def test_connect_learns_model_and_context(upstream: Running, stub: Stub) -> None
     assert stub.requests[0].headers["authorization"] == "Bearer sekrit"
 
 
+def test_connect_carries_the_tokenizer_it_is_given(upstream: Running) -> None:
+    """``--upstream URL --tokenizer PATH``: the server samples ids, the tokenizer given here
+    renders and reads them; without one the model speaks Harmony."""
+    given = object()
+
+    async def body(engine: UpstreamEngine) -> object:
+        return engine.tokenizer
+
+    assert _run(upstream.url, body) is None
+    assert _run(upstream.url, body, tokenizer=given) is given
+
+
 def test_connect_picks_the_named_model(upstream: Running, stub: Stub) -> None:
     async def body(engine: UpstreamEngine) -> list[list[int]]:
         return await _collect(engine, _params())

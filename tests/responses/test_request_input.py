@@ -12,18 +12,30 @@ from openchatml import Renderer
 from openchatml.responses.crypto import Sealer
 from openchatml.responses.errors import RequestError
 from openchatml.responses.input import COMPACTION_KIND, REASONING_KIND, PromptSettings, build_conversation
+from openchatml.responses.limits import MAX_JSON_DEPTH, RequestLimits
 from openchatml.responses.request import parse_request
 from openchatml.responses.resource import ResponseState
+from openchatml.responses.wire.items import (
+    AssistantMessage,
+    FunctionCall,
+    FunctionCallOutput,
+    ItemReference,
+    ReasoningItem,
+    UserMessage,
+    load_item,
+)
 
 SEALER = Sealer(bytes(range(32)))
 SETTINGS = PromptSettings(current_date="2026-01-02")
 
 
 def prompt(body: dict[str, Any], sealer: Sealer | None = SEALER) -> str:
+    """The prompt of ``body``, which is the same from the typed items and from their JSON."""
     request = parse_request({"model": "m", **body})
-    return Renderer().completion_text(
-        build_conversation(request, list(request.input), settings=SETTINGS, sealer=sealer)
-    )
+    typed = build_conversation(request, request.items, settings=SETTINGS, sealer=sealer)
+    stored = [load_item(item.to_json()) for item in request.items]  # as read back from a store
+    assert build_conversation(request, stored, settings=SETTINGS, sealer=sealer) == typed
+    return Renderer().completion_text(typed)
 
 
 def test_string_input_and_system_settings() -> None:
@@ -182,6 +194,280 @@ def test_input_items_come_out_as_item_fields() -> None:
             ],
         }
     )
-    for item in request.input:
+    for item in (i.to_json() for i in request.items):
         validate(item, "ItemField")
         assert item["id"]
+
+
+def test_typed_items_and_their_json() -> None:
+    request = parse_request(
+        {
+            "model": "m",
+            "input": [
+                {"role": "user", "content": "hi"},
+                {"type": "message", "role": "assistant", "content": [{"type": "text", "text": "x"}]},
+                {"type": "function_call", "call_id": "c", "name": "f", "arguments": "{}", "id": ""},
+                {"type": "function_call_output", "call_id": "c", "output": [{"type": "text", "text": "ok"}]},
+                {
+                    "type": "reasoning",
+                    "summary": None,
+                    "content": [{"type": "text", "text": "t"}],
+                    "status": "x",
+                },
+                {"id": "msg_1"},
+                {"type": None, "role": "user", "content": "easy", "status": "bogus"},
+            ],
+        }
+    )
+    kinds = [type(item) for item in request.items]
+    assert kinds == [
+        UserMessage,
+        AssistantMessage,
+        FunctionCall,
+        FunctionCallOutput,
+        ReasoningItem,
+        ItemReference,
+        UserMessage,
+    ]
+    data = [item.to_json() for item in request.items]
+    assert data[6]["status"] == "completed"
+    assert [load_item(d) for d in data] == list(request.items)  # the JSON reads back to the items
+    assert data[1]["content"] == [{"type": "output_text", "text": "x", "annotations": []}]
+    assert data[2]["id"].startswith("fc_") and data[2]["status"] == "completed"
+    assert data[3]["output"] == [{"type": "input_text", "text": "ok"}]
+    assert data[4] == {
+        "type": "reasoning",
+        "id": data[4]["id"],
+        "summary": [],
+        "content": [{"type": "reasoning_text", "text": "t"}],
+    }
+    assert data[5] == {"type": "item_reference", "id": "msg_1"}
+
+
+@pytest.mark.parametrize(
+    ("body", "param", "code", "message"),
+    [
+        ("x", "body", "invalid_type", "Invalid type for 'body': expected an object, but got a string."),
+        (
+            {"input": "x", "bogus": 1},
+            "bogus",
+            "unknown_parameter",
+            "Unknown parameter: 'bogus'.",
+        ),
+        (
+            {"input": [{"type": "message"}]},
+            "input[0].role",
+            "invalid_value",
+            "Invalid value for 'input[0].role': None. Supported values are: "
+            "'user', 'assistant', 'system', 'developer'.",
+        ),
+        (
+            {"input": [{"type": "wat"}]},
+            "input[0].type",
+            "invalid_value",
+            "Invalid input item type 'wat' at 'input[0]'. Supported types are: 'message', "
+            "'function_call', 'function_call_output', 'reasoning', 'compaction', 'item_reference'.",
+        ),
+        (
+            {"input": [{"role": "user", "content": [{"type": "output_text", "text": "x"}]}]},
+            "input[0].content[0].type",
+            "invalid_value",
+            "Invalid content type 'output_text' at 'input[0].content[0]': "
+            "expected 'input_text', 'input_image' or 'input_file'.",
+        ),
+        (
+            {"input": [{"role": "assistant", "content": [{"type": "input_image", "image_url": "u"}]}]},
+            "input[0].content[0].type",
+            "invalid_value",
+            "Invalid content type 'input_image' at 'input[0].content[0]': "
+            "expected 'output_text' or 'refusal'.",
+        ),
+        (
+            {"input": [{"type": "reasoning", "summary": [{"type": "text", "text": "s"}]}]},
+            "input[0].summary[0].type",
+            "invalid_value",
+            "Invalid content type 'text' at 'input[0].summary[0]': expected 'summary_text'.",
+        ),
+        (
+            {"input": [{"role": "user", "content": [{"type": "input_image"}]}]},
+            "input[0].content[0]",
+            "missing_required_parameter",
+            "'input[0].content[0]' needs 'image_url' or 'file_id'.",
+        ),
+        (
+            {"input": [{"role": "user", "content": [{"type": "input_file", "filename": "a"}]}]},
+            "input[0].content[0]",
+            "missing_required_parameter",
+            "'input[0].content[0]' needs 'file_data', 'file_url' or 'file_id'.",
+        ),
+        (
+            {"input": [{"type": "function_call", "call_id": "c", "name": "a.b", "arguments": "{}"}]},
+            "input[0].name",
+            "invalid_value",
+            "Invalid 'input[0].name': 'a.b' must match ^[a-zA-Z0-9_-]+$.",
+        ),
+        (
+            {"input": [{"type": "function_call", "call_id": "c" * 65, "name": "f", "arguments": "{}"}]},
+            "input[0].call_id",
+            "string_above_max_length",
+            "'input[0].call_id' is too long: at most 64 characters.",
+        ),
+        (
+            {"input": [{"type": "function_call_output", "call_id": "c", "output": 5}]},
+            "input[0].output",
+            "invalid_type",
+            "Invalid type for 'input[0].output': expected an array, but got a number.",
+        ),
+        (
+            {"input": [7]},
+            "input[0]",
+            "invalid_type",
+            "Invalid type for 'input[0]': expected an object, but got a number.",
+        ),
+        (
+            {"input": "x", "tools": [{"type": "function", "name": "a"}, {"name": "a"}]},
+            "tools[1].name",
+            "invalid_value",
+            "Duplicate tool name 'a' at 'tools[1]'.",
+        ),
+        (
+            {"input": "x", "tools": [{"type": "mcp"}]},
+            "tools[0].type",
+            "unsupported_tool_type",
+            "Unsupported tool type 'mcp' at 'tools[0]': this server offers function tools only.",
+        ),
+        (
+            {"input": "x", "tool_choice": {"type": "mcp"}},
+            "tool_choice.type",
+            "invalid_value",
+            "Invalid tool_choice type 'mcp': expected 'function' or 'allowed_tools'.",
+        ),
+        (
+            {
+                "input": "x",
+                "tools": [{"name": "a"}],
+                "tool_choice": {"type": "allowed_tools", "tools": [{"type": "function", "name": "b"}]},
+            },
+            "tool_choice.tools[0]",
+            "invalid_value",
+            "Allowed tool 'b' is not a function in 'tools'.",
+        ),
+        (
+            {"input": "x", "text": {"format": {"type": "yaml"}}},
+            "text.format.type",
+            "invalid_value",
+            "Invalid value for 'text.format.type': 'yaml'. Supported values are: 'text', 'json_object', "
+            "'json_schema'.",
+        ),
+        (
+            {"input": "x", "text": {"format": {"type": "json_schema", "name": "f"}}},
+            "text.format.schema",
+            "invalid_type",
+            "Invalid type for 'text.format.schema': expected an object, but got null.",
+        ),
+        (
+            {"input": "x", "metadata": {"k" * 70: "v"}},
+            "metadata",
+            "invalid_value",
+            "metadata key 'kkkkkkkkkkkkkkkkkkkk'… is longer than 64 characters.",
+        ),
+        (
+            {"input": "x", "metadata": {"k": "v" * 513}},
+            "metadata.k",
+            "string_above_max_length",
+            "'metadata.k' is too long: at most 512 characters.",
+        ),
+        (
+            {"input": "x", "temperature": 9},
+            "temperature",
+            "invalid_value",
+            "'temperature' must be between 0 and 2, got 9.",
+        ),
+        (
+            {"input": "x", "top_logprobs": 21},
+            "top_logprobs",
+            "invalid_value",
+            "'top_logprobs' must be between 0 and 20, got 21.",
+        ),
+        (
+            {"input": "x", "seed": True},
+            "seed",
+            "invalid_type",
+            "Invalid type for 'seed': expected an integer, but got a boolean.",
+        ),
+        (
+            {"input": "x", "stream": 1},
+            "stream",
+            "invalid_type",
+            "Invalid type for 'stream': expected a boolean, but got a number.",
+        ),
+        (
+            {
+                "input": "x",
+                "tools": [{"name": "a"}],
+                "tool_choice": {"type": "allowed_tools", "tools": [{"type": None, "name": "a"}]},
+            },
+            "tool_choice.tools[0]",
+            "invalid_value",
+            "Allowed tool 'a' is not a function in 'tools'.",
+        ),
+        (
+            {"input": "x", "tools": [{"name": "\ud800"}]},
+            "tools[0].name",
+            "invalid_value",
+            "'tools[0].name' is not valid Unicode text (it holds a lone surrogate).",
+        ),
+        (
+            {"input": "x", "truncation": "middle"},
+            "truncation",
+            "invalid_value",
+            "Invalid value for 'truncation': 'middle'. Supported values are: 'auto', 'disabled'.",
+        ),
+    ],
+)
+def test_errors_say_what_was_expected(body: Any, param: str, code: str, message: str) -> None:
+    with pytest.raises(RequestError) as caught:
+        parse_request({"model": "m", **body} if isinstance(body, dict) else body)
+    assert (caught.value.param, caught.value.code, caught.value.message) == (param, code, message)
+    validate(caught.value.payload(), "ErrorPayload")
+
+
+def test_limits_are_checked_before_the_items_are_read() -> None:
+    small = RequestLimits(max_input_items=2, max_content_parts=2, max_tools=1, max_item_references=1)
+    cases = [
+        ({"input": [{"role": "user", "content": "x"}, 5, 6]}, "input", "too_many_input_items"),
+        ({"input": [{"role": "user", "content": [1, 2, 3]}]}, "input[0].content", "too_many_content_parts"),
+        ({"input": "x", "tools": [1, 2]}, "tools", "too_many_tools"),
+        ({"input": [{"id": "a"}, {"id": "b"}]}, "input", "too_many_item_references"),
+        ({"input": "x", "include": ["x"] * 33}, "include", "too_many_includes"),
+        (
+            {"input": "x", "tools": [{"name": "f", "parameters": _deep(MAX_JSON_DEPTH)}]},
+            "body",
+            "json_too_deep",
+        ),
+    ]
+    for body, param, code in cases:
+        with pytest.raises(RequestError) as caught:
+            parse_request({"model": "m", **body}, small)
+        assert (caught.value.param, caught.value.code) == (param, code)
+
+
+def _deep(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(levels):
+        value = {"a": value}
+    return value
+
+
+def test_stored_items_are_read_without_the_request_bounds() -> None:
+    """A function name the model wrote (``browser.search``) is read back as it was."""
+    request = parse_request({"model": "m", "input": "x"})
+    stored = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "c",
+        "name": "browser.search",
+        "arguments": "{}",
+    }
+    text = Renderer().completion_text(build_conversation(request, [load_item(stored)], settings=SETTINGS))
+    assert "to=functions.browser.search" in text

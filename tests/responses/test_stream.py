@@ -1,13 +1,16 @@
-"""ResponseStream: sampled ids → schema-valid events, whatever the model samples."""
+"""EventBuilder: sampled ids → typed events, valid in both wire dialects whatever the model
+samples (the Open Responses OpenAPI document; the OpenAI SDK's types)."""
 
 from __future__ import annotations
 
 import itertools
 from typing import Any
 
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 from openapi import validate, validate_event
+from sdk import validate_openai_event
 
 from openchatml import Message, Renderer, load_encoding
 from openchatml.engines.base import TokenLogprob
@@ -15,7 +18,10 @@ from openchatml.responses.crypto import Sealer
 from openchatml.responses.input import REASONING_KIND
 from openchatml.responses.request import parse_request
 from openchatml.responses.resource import ResponseState
-from openchatml.responses.stream import ResponseStream
+from openchatml.responses.stream import EventBuilder
+from openchatml.responses.wire.dialects import WireDialect
+from openchatml.responses.wire.events import StreamEvent, load_event, respell
+from openchatml.responses.wire.resource import ErrorPayload
 
 SEALER = Sealer(bytes(32))
 TOOLS = [{"type": "function", "name": "get_weather", "parameters": {"type": "object"}}]
@@ -36,20 +42,29 @@ def scores(ids: list[int], top: int) -> list[TokenLogprob]:
     ]
 
 
-def run(
+def typed_run(
     ids: list[int],
     chunks: list[int] | None = None,
     reason: str = "stop",
     logprobs: list[TokenLogprob] | None = None,
     **body: Any,
-) -> list[dict[str, Any]]:
+) -> list[StreamEvent]:
+    """The typed events of ``ids`` fed in pieces cut at ``chunks``, ending for ``reason``."""
     request = parse_request({"model": "m", "input": "hi", **body})
-    stream = ResponseStream(ResponseState("resp_1", request, "m"), prompt_tokens=7, sealer=SEALER)
+    stream = EventBuilder(ResponseState("resp_1", request, "m"), prompt_tokens=7, sealer=SEALER)
     events = stream.begin()
     cuts = [0, *(chunks or []), len(ids)]
     for a, b in itertools.pairwise(cuts):
         events += stream.feed(ids[a:b], None if logprobs is None else logprobs[a:b])
     return events + stream.finish(reason)
+
+
+def run(*args: Any, **body: Any) -> list[dict[str, Any]]:
+    """:func:`typed_run`'s events as JSON (Open Responses), each also checked in ``openai``."""
+    events = typed_run(*args, **body)
+    for event in events:
+        validate_openai_event(event.to_json(WireDialect.OPENAI))
+    return [event.to_json() for event in events]
 
 
 def check(events: list[dict[str, Any]]) -> dict[str, Any]:
@@ -106,12 +121,55 @@ def test_cut_short_is_incomplete() -> None:
 
 def test_engine_failure_is_error_then_failed() -> None:
     request = parse_request({"model": "m", "input": "hi"})
-    stream = ResponseStream(ResponseState("resp_1", request, "m"))
-    events = stream.begin() + stream.feed(completion(THINK)[:5])
+    stream = EventBuilder(ResponseState("resp_1", request, "m"))
+    typed = stream.begin() + stream.feed(completion(THINK)[:5])
+    failure = ErrorPayload(type="model_error", code="model_error", message="boom")
+    typed += stream.finish("error", error=failure)
+    events = [e.to_json() for e in typed]
     error = {"type": "model_error", "code": "model_error", "message": "boom", "param": None}
-    events += stream.finish("error", error=error)
     assert [e["type"] for e in events[-2:]] == ["error", "response.failed"]
+    assert events[-2]["error"] == error
     assert check(events)["error"] == {"code": "model_error", "message": "boom"}
+
+
+def test_the_stored_json_of_a_stream_respells_to_the_typed_stream_in_either_dialect() -> None:
+    """What the store keeps of each event (its Open Responses JSON) reads back to the same
+    event, and respells into exactly the event's OpenAI JSON (how a stored stream is served)."""
+    ids = completion(THINK, PREAMBLE, CALL)
+    request = parse_request({"model": "m", "input": "hi", "tools": TOOLS})
+    typed = EventBuilder(ResponseState("resp_1", request, "m", created_at=1))
+    events = typed.begin() + typed.feed(ids) + typed.finish("stop")
+    for event in events:
+        stored = event.to_json()
+        assert load_event(stored) == event
+        assert respell(stored, WireDialect.OPENRESPONSES) == stored
+        assert respell(stored, WireDialect.OPENAI) == event.to_json(WireDialect.OPENAI)
+    assert typed.sequence_number == len(events)
+    assert typed.usage().output_tokens == len(ids)
+
+
+@pytest.mark.parametrize("reason", ["stop", "length", "cancelled", "error"])
+def test_every_ending_is_valid_in_both_dialects(reason: str) -> None:
+    ids = completion(THINK, ANSWER)
+    events = typed_run(ids[: len(ids) if reason == "stop" else 9], reason=reason)
+    final = check([e.to_json() for e in events])
+    for event in events:
+        validate_openai_event(event.to_json(WireDialect.OPENAI))
+    assert final["status"] == {"stop": "completed", "length": "incomplete", "error": "failed"}.get(
+        reason, "cancelled"
+    )
+    kinds = {e.to_json(WireDialect.OPENAI)["type"] for e in events}
+    assert "response.reasoning_text.delta" in kinds and "response.reasoning.delta" not in kinds
+
+
+def test_a_queued_response_opens_with_queued() -> None:
+    request = parse_request({"model": "m", "input": "hi", "background": True})
+    stream = EventBuilder(ResponseState("resp_1", request, "m", status="queued"))
+    events = stream.begin() + stream.feed(completion(ANSWER)) + stream.finish("stop")
+    assert [e.type for e in events[:3]] == ["response.created", "response.queued", "response.in_progress"]
+    check([e.to_json() for e in events])
+    for event in events:
+        validate_openai_event(event.to_json(WireDialect.OPENAI))
 
 
 @given(st.data())

@@ -14,13 +14,16 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
+from sdk import validate_openai_event
 from test_stream import ANSWER, CALL, PREAMBLE, THINK, TOOLS, check, completion, scores
 
 from openchatml import Message
 from openchatml.responses.replay import replay_events
 from openchatml.responses.request import parse_request
 from openchatml.responses.resource import ResponseState
-from openchatml.responses.stream import ResponseStream
+from openchatml.responses.stream import EventBuilder
+from openchatml.responses.wire.dialects import WireDialect
+from openchatml.responses.wire.events import StreamEvent
 
 SUMMARY = ["The user ", "asked about ", "Paris."]
 LATER = Message.assistant("Now the weather.", channel="analysis")
@@ -35,7 +38,7 @@ def summarised(
     request = parse_request(
         {"model": "m", "input": "hi", "reasoning": {"summary": "auto"}, "include": include, **body}
     )
-    stream = ResponseStream(ResponseState("resp_1", request, "m"), summaries=True)
+    stream = EventBuilder(ResponseState("resp_1", request, "m"), summaries=True)
     events = stream.begin()
     asked: list[str] = []
     records = scores(ids, 2) if logprobs else None
@@ -46,7 +49,14 @@ def summarised(
             for piece in SUMMARY:
                 events += stream.summary_delta(piece)
             events += stream.summary_done()
-    return events + stream.finish(reason), asked
+    return as_json(events + stream.finish(reason)), asked
+
+
+def as_json(events: list[StreamEvent]) -> list[dict[str, Any]]:
+    """The events' Open Responses JSON, each also checked in the ``openai`` dialect."""
+    for event in events:
+        validate_openai_event(event.to_json(WireDialect.OPENAI))
+    return [event.to_json() for event in events]
 
 
 def lifecycle(events: list[dict[str, Any]], index: int) -> list[str]:
@@ -111,13 +121,13 @@ def test_reasoning_cut_by_a_new_message_is_summarised_before_it() -> None:
 @given(st.sampled_from(["stop", "length", "cancelled"]), st.integers(0, 3))
 def test_ending_while_a_summary_is_due_closes_the_item(reason: str, pieces: int) -> None:
     request = parse_request({"model": "m", "input": "hi", "reasoning": {"summary": "concise"}})
-    stream = ResponseStream(ResponseState("resp_1", request, "m"), summaries=True)
-    events = stream.begin() + stream.feed(completion(THINK, ANSWER))
+    stream = EventBuilder(ResponseState("resp_1", request, "m"), summaries=True)
+    typed = stream.begin() + stream.feed(completion(THINK, ANSWER))
     assert stream.summary_due == "Paris is in France."
     for piece in SUMMARY[:pieces]:
-        events += stream.summary_delta(piece)
-    events += stream.finish(reason)  # cancelled mid-summary, say
-    final = check(events)
+        typed += stream.summary_delta(piece)
+    typed += stream.finish(reason)  # cancelled mid-summary, say
+    final = check(as_json(typed))
     assert stream.summary_due is None
     summary = "".join(SUMMARY[:pieces]).strip()
     assert final["output"][0]["summary"] == ([{"type": "summary_text", "text": summary}] if pieces else [])
@@ -126,9 +136,10 @@ def test_ending_while_a_summary_is_due_closes_the_item(reason: str, pieces: int)
 
 def test_no_summaries_unless_asked_and_none_of_empty_reasoning() -> None:
     request = parse_request({"model": "m", "input": "hi"})
-    stream = ResponseStream(ResponseState("resp_1", request, "m"))
+    stream = EventBuilder(ResponseState("resp_1", request, "m"))
     events = stream.begin() + stream.feed(completion(THINK, ANSWER))
-    assert stream.summary_due is None and check(events + stream.finish("stop"))["output"][0]["summary"] == []
+    assert stream.summary_due is None
+    assert check(as_json(events + stream.finish("stop")))["output"][0]["summary"] == []
     empty = Message.assistant("  ", channel="analysis")
     events, asked = summarised(completion(empty, ANSWER))
     assert asked == [] and check(events)["output"][0]["summary"] == []

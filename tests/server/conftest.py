@@ -15,9 +15,9 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "responses"))
 from live import LiveServer, free_port, make_service
 from pg import PostgresServer, ensure_binaries
 
-from openchatml.server.app import Limits
 from openchatml.server.auth import KeyChecker
-from openchatml.server.service import ServiceSettings
+from openchatml.server.limits import Limits
+from openchatml.server.settings import ServiceSettings
 
 
 @pytest.fixture

@@ -24,8 +24,10 @@ from openchatml import Message, Renderer
 from openchatml.engines.base import Chunk, ModelInfo, SamplingParams, TokenLogprob
 from openchatml.responses.crypto import Sealer
 from openchatml.server.app import create_app
-from openchatml.server.service import ResponseService, ServiceSettings
+from openchatml.server.service import ResponseService
+from openchatml.server.settings import ServiceSettings
 from openchatml.server.store.sqlite import SQLiteStore
+from openchatml.templates.model_tokenizer import ModelTokenizer
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "responses"))
 
@@ -51,7 +53,8 @@ def scripted_logprob(token: int, top: int) -> TokenLogprob:
 
 
 class ScriptedEngine:
-    """An engine that samples a script: ``script(prompt)`` gives the ids to play back."""
+    """An engine that samples a script: ``script(prompt)`` gives the ids to play back;
+    ``tokenizer``: the model's (``None``: Harmony)."""
 
     def __init__(
         self,
@@ -60,8 +63,10 @@ class ScriptedEngine:
         chunk: int = 3,
         delay: float = 0.0,
         context_length: int = 8192,
+        tokenizer: ModelTokenizer | None = None,
     ) -> None:
         self.script = script if callable(script) else (lambda prompt, ids=list(script): ids)
+        self.tokenizer = tokenizer
         self.chunk = chunk
         self.delay = delay
         self.prompts: list[list[int]] = []

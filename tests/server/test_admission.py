@@ -177,6 +177,11 @@ class HeldEngine:
     def info(self) -> ModelInfo:
         return self._info
 
+    @property
+    def tokenizer(self) -> None:
+        """None: the model speaks Harmony."""
+        return None
+
     async def generate(self, prompt: Sequence[int], params: SamplingParams) -> AsyncIterator[Chunk]:
         said = re.findall(r"<\|start\|>user<\|message\|>(.*?)<\|end\|>", load_encoding().decode(list(prompt)))
         name = said[-1] if said else "?"

@@ -30,7 +30,7 @@ from openchatml.responses.input import build_conversation
 from openchatml.responses.request import parse_request
 from openchatml.responses.resource import ResponseState
 from openchatml.responses.runner import prepare
-from openchatml.responses.stream import ResponseStream
+from openchatml.responses.stream import EventBuilder
 
 MODEL = "tiny-gpt-oss"
 TERMINAL = ("completed", "incomplete", "failed", "cancelled")
@@ -292,14 +292,14 @@ def assert_output_is_what_upstream_samples(server: CliServer, sample: Sampler) -
         body = {"model": MODEL, "input": text, "tools": tools, "max_output_tokens": 40, "temperature": 0}
         ours = server.client().responses.create(**body)
         request = parse_request(body)
-        prepared = prepare(request, build_conversation(request, request.input), context_length=4096)
+        prepared = prepare(request, build_conversation(request, request.items), context_length=4096)
         with httpx.Client(base_url=server.upstream, timeout=120) as http:
             model = http.get("/v1/models").json()["data"][0]["id"]
             ids, stopped = sample(http, prepared)
-        stream = ResponseStream(ResponseState("resp_x", request, model), prompt_tokens=len(prepared.prompt))
+        stream = EventBuilder(ResponseState("resp_x", request, model), prompt_tokens=len(prepared.prompt))
         stream.begin()
         stream.feed(ids)
-        expected = stream.finish("stop" if stopped else "length")[-1]["response"]
+        expected = stream.finish("stop" if stopped else "length")[-1].to_json()["response"]
         assert ours.usage.input_tokens == len(prepared.prompt)
         assert ours.usage.output_tokens == len(ids)
         assert without_ids([o.model_dump(exclude_none=True) for o in ours.output]) == without_ids(

@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi.responses import StreamingResponse
 
-from openchatml.server.app import EventStream
+from openchatml.server.sse import EventStream
 
 
 def run_until_client_leaves(response_class: type[StreamingResponse]) -> tuple[bool, int]:

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 from openchatml.responses.errors import APIError
 from openchatml.responses.limits import MAX_JSON_DEPTH, RequestLimits
 from openchatml.responses.request import ResponseRequest, parse_request
-from openchatml.server.app import request_of
+from openchatml.server.request_body import request_of
 
 ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:

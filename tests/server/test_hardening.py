@@ -20,8 +20,9 @@ from openapi import validate, validate_event
 from test_responses_api import ANSWER, WEATHER_TOOL, sse_events
 
 from openchatml.responses.limits import MAX_JSON_DEPTH, RequestLimits
-from openchatml.server.app import Limits
-from openchatml.server.service import ServiceSettings
+from openchatml.server.limits import Limits
+from openchatml.server.settings import ServiceSettings
+from openchatml.server.wire import StoredEvent
 
 
 def _error(response: httpx.Response, status: int, code: str | None = None) -> dict[str, Any]:
@@ -372,10 +373,12 @@ def test_a_stream_failing_while_written_ends_with_error_then_failed(serve: Any) 
     with server.http() as http:
         created = http.post("/v1/responses", json={"model": "scripted-model", "input": "hi"}).json()
 
-        async def broken(response_id: str, owner: str, after: int | None) -> AsyncIterator[dict[str, Any]]:
-            async def events() -> AsyncIterator[dict[str, Any]]:
-                yield {"type": "response.created", "sequence_number": 0, "response": created}
-                yield {"type": "response.in_progress", "sequence_number": 1, "response": {1j: "x"}}
+        async def broken(response_id: str, owner: str, after: int | None) -> AsyncIterator[StoredEvent]:
+            async def events() -> AsyncIterator[StoredEvent]:
+                yield StoredEvent({"type": "response.created", "sequence_number": 0, "response": created})
+                yield StoredEvent(
+                    {"type": "response.in_progress", "sequence_number": 1, "response": {1j: "x"}}
+                )
 
             return events()
 

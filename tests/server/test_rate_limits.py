@@ -12,8 +12,8 @@ from openapi import validate
 
 from openchatml import Message
 from openchatml.responses.errors import AuthError, RateLimitError
-from openchatml.server.app import Limits
 from openchatml.server.auth import AuthGuard, Buckets, KeyChecker, RateLimiter, client_address
+from openchatml.server.limits import Limits
 
 ANSWER = completion(Message.assistant("Hello there!", channel="final"))
 BODY = {"model": "scripted-model", "input": "hi", "store": False}

@@ -18,8 +18,8 @@ from live import ScriptedEngine, completion, scripted_logprob
 from openapi import validate, validate_event
 
 from openchatml import Message, load_encoding
-from openchatml.server.app import Limits
-from openchatml.server.service import ServiceSettings
+from openchatml.server.limits import Limits
+from openchatml.server.settings import ServiceSettings
 
 THINK = Message.assistant("The user greets me.", channel="analysis")
 ANSWER = Message.assistant("Hello there!", channel="final")
@@ -633,7 +633,7 @@ def test_upkeep_evicts_expired_responses_while_serving(serve: Any, tmp_path: Any
 def test_websocket_cache_keeps_the_most_recent_responses(serve: Any) -> None:
     from websockets.sync.client import connect
 
-    from openchatml.server.app import WS_CACHED_RESPONSES
+    from openchatml.server.routes.websocket import WS_CACHED_RESPONSES
 
     server = serve(ScriptedEngine(completion(ANSWER)))
     with connect(server.url.replace("http", "ws") + "/v1/responses") as ws:

@@ -1,5 +1,7 @@
 """The service and its store's first write: the engine starts while the store writes, a
-failed write stops the engine and leaves nothing running or stored."""
+failed write stops the engine and leaves nothing running or stored; what a response
+continues comes back as typed items (the request's own as they are, stored ones read
+back from their JSON)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,10 @@ import pytest
 from live import ScriptedEngine, completion
 
 from openchatml import Message
+from openchatml.responses.errors import RequestError
 from openchatml.responses.request import parse_request
+from openchatml.responses.wire.items import AssistantMessage, UserMessage
+from openchatml.server.records import stored_item
 from openchatml.server.service import ResponseService
 from openchatml.server.store.base import StoredResponse
 from openchatml.server.store.sqlite import SQLiteStore
@@ -60,9 +65,9 @@ def test_engine_starts_while_the_store_writes(tmp_path: Path) -> None:
         store.gate.set()
         run = await starting
         final = await service.wait(run)
-        assert final["status"] == "completed"
+        assert final.status == "completed"
         stored = await store.get(run.response_id, "")
-        assert stored is not None and stored.response == final
+        assert stored is not None and stored.response == final.to_json()
         await service.aclose()
 
     asyncio.run(main())
@@ -104,3 +109,30 @@ def test_caller_leaving_during_the_first_write_cancels_and_stores_it(tmp_path: P
         await service.aclose()
 
     asyncio.run(main())
+
+
+def test_the_requests_own_items_are_not_read_again_and_stored_ones_come_back_typed(tmp_path: Path) -> None:
+    async def main() -> None:
+        store = SQLiteStore(tmp_path / "s.sqlite3")
+        service = ResponseService(ScriptedEngine(ANSWER), store)
+        first = parse_request({"input": [{"role": "user", "content": "hi"}]})
+        history, new_input = await service.items(first, "")
+        assert history == [] and new_input[0] is first.items[0]
+        run = await service.start(first, "")
+        await service.wait(run)
+        follow_up = parse_request({"input": "more", "previous_response_id": run.response_id})
+        history, new_input = await service.items(follow_up, "")
+        assert [type(item) for item in history] == [UserMessage, AssistantMessage]
+        assert history[0] == first.items[0]  # read back from its stored JSON
+        assert new_input[0] is follow_up.items[0]
+        stored = await store.get(run.response_id, "")
+        assert stored is not None and stored.input_items == [first.items[0].to_json()]
+        await service.aclose()
+
+    asyncio.run(main())
+
+
+def test_a_stored_item_that_is_no_item_is_refused_naming_where_it_is() -> None:
+    with pytest.raises(RequestError) as caught:
+        stored_item({"type": "message", "role": "user", "content": 3}, "input[0]")
+    assert (caught.value.param, caught.value.code) == ("input[0].content", "invalid_type")

@@ -22,7 +22,8 @@ from live import ScriptedEngine, completion
 from test_responses_api import ANSWER, THINK, check_stream, sse_events
 
 from openchatml import Message
-from openchatml.server.service import ResponseService, ServiceSettings
+from openchatml.server.service import ResponseService
+from openchatml.server.settings import ServiceSettings
 from openchatml.server.store.base import StoredResponse
 from openchatml.server.store.sqlite import SQLiteStore
 
@@ -171,10 +172,10 @@ def test_follower_ends_with_the_stored_state_when_the_runner_died(tmp_path: Path
             ScriptedEngine(completion(ANSWER)), store, settings=ServiceSettings(poll_seconds=0.02)
         )
         follower = await service.replay("resp_dead", "", None)
-        seen = [await anext(follower), await anext(follower)]
+        seen = [(await anext(follower)).to_json(), (await anext(follower)).to_json()]
         error = {"code": "server_restarted", "message": "The server stopped."}
         await store.update({**body, "status": "failed", "error": error})
-        seen += [event async for event in follower]
+        seen += [event.to_json() async for event in follower]
         return seen
 
     seen = asyncio.run(main())

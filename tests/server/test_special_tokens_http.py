@@ -43,10 +43,10 @@ it with a 4xx before any prompt is made.
 A field limited in length (``call id``, metadata, ids) gets texts cut to that length, as
 many as it takes to spell every token.
 
-Known and marked ``xfail`` (strict): a template model's *answer* is parsed from its
-decoded text, so markers it spells in ordinary ids (as it may when it repeats a user's
-text) become a function call or an end of turn, and the next prompt renders them as
-marker ids (:func:`test_markers_a_template_model_spells_stay_text`).
+A template model's *answer* is read from its ids too: markers it spells in ordinary ids
+(as it may when it repeats a user's text) stay text, not a function call or an end of
+turn, and the next prompt renders them as text
+(:func:`test_markers_a_template_model_spells_stay_text`).
 """
 
 from __future__ import annotations
@@ -90,7 +90,8 @@ from openchatml.responses.ids import MAX_ID_LENGTH
 from openchatml.responses.input import REASONING_KIND, PromptSettings, build_conversation
 from openchatml.responses.request import parse_request
 from openchatml.server.app import create_app
-from openchatml.server.service import ResponseService, ServiceSettings
+from openchatml.server.service import ResponseService
+from openchatml.server.settings import ServiceSettings
 from openchatml.server.store.sqlite import SQLiteStore
 from openchatml.templates.errors import TemplateError
 
@@ -362,7 +363,7 @@ def template_texts(dialect: TemplateDialect, markers: Sequence[str]) -> tuple[li
     for body in (call_turn(), {"input": "Define tiny."}):
         request = parse_request({"model": "m", **body})
         try:
-            conversation = build_conversation(request, list(request.input), settings=SETTINGS.prompt)
+            conversation = build_conversation(request, request.items, settings=SETTINGS.prompt)
             prompt = dialect.prepare(request, conversation, context_length=None).prompt
         except (RequestError, TemplateError):
             continue
@@ -681,7 +682,7 @@ def harmony_texts() -> tuple[list[str], list[str]]:
 
     body = {"model": "m", "instructions": "Be brief.", **call_turn(reasoning="Look it up.")}
     request = parse_request(body)
-    conversation = build_conversation(request, list(request.input), settings=SETTINGS.prompt)
+    conversation = build_conversation(request, request.items, settings=SETTINGS.prompt)
     prompt = prepare(request, conversation, context_length=None).prompt
     rendered = ENCODING.decode(prompt)
     assert rendered.count("<|start|>") >= 5
@@ -864,7 +865,7 @@ def test_no_field_spells_a_qwen3_token_into_a_real_model(tiny_qwen3: Any, tmp_pa
     engine = Recording(tiny_qwen3)
     dialect = TemplateDialect.of_engine(engine)
     assert dialect is not None
-    tokenizer = tiny_qwen3.tokenizer
+    tokenizer = tiny_qwen3.tokenizer.hf_tokenizer
     added = tokenizer.get_added_vocab()
     assert {"<|im_start|>", "<|im_end|>", "<think>", "</think>", "<tool_call>", "<|endoftext|>"} <= set(added)
     service = ResponseService(
@@ -892,15 +893,9 @@ def test_no_field_spells_a_qwen3_token_into_a_real_model(tiny_qwen3: Any, tmp_pa
     assert outcome.compared + len(outcome.refused_shape) == len(cases)
 
 
-# --- known: a template model's output is read as text -------------------------------------------
+# --- a template model's output: only marker ids are markers -------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a template model's answer is parsed from its decoded text: markers it spells in ordinary "
-    "ids (echoing a user's text) become structure (a function call, an end of turn), which the next "
-    "prompt renders with marker ids; Harmony answers are parsed from ids and keep them text",
-)
 @pytest.mark.parametrize(
     "text",
     [

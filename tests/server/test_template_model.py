@@ -10,6 +10,7 @@ literal ``<|im_start|>`` never becomes the control token.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -55,10 +56,7 @@ class ScriptedTemplateEngine(ScriptedEngine):
     """Plays back the ids of a text under a real tokenizer, with its chat template."""
 
     def __init__(self, tokenizer: Any, text: str, **options: Any) -> None:
-        super().__init__(tokenizer.encode(text, add_special_tokens=False), **options)
-        self.tokenizer = tokenizer
-        self.chat_template = tokenizer.chat_template
-        self.stop_token_ids = (tokenizer.convert_tokens_to_ids("<|im_end|>"),)
+        super().__init__(tokenizer.encode(text), tokenizer=tokenizer, **options)
         self._info = ModelInfo(id="scripted-qwen3", context_length=4096, engine="scripted")
 
 
@@ -109,12 +107,12 @@ def test_random_model_answers_are_valid_and_marker_free(qwen_engine: Any, tmp_pa
 
 
 def test_prompt_ids_equal_transformers_and_answer_becomes_items(qwen_engine: Any, tmp_path: Path) -> None:
-    tokenizer = qwen_engine.tokenizer
+    tokenizer = qwen_engine.tokenizer.hf_tokenizer
     said = (
         "<think>\nThe user wants a word.\n</think>\n\nLet me check."
         '<tool_call>\n{"name": "lookup", "arguments": {"query": "tiny", "limit": 2}}\n</tool_call><|im_end|>'
     )
-    engine = ScriptedTemplateEngine(tokenizer, said, chunk=2)
+    engine = ScriptedTemplateEngine(qwen_engine.tokenizer, said, chunk=2)
     server = serve(engine, tmp_path)
     try:
         with server.http() as http:
@@ -147,8 +145,8 @@ def test_prompt_ids_equal_transformers_and_answer_becomes_items(qwen_engine: Any
 
 
 def test_user_text_never_becomes_a_control_token(qwen_engine: Any, tmp_path: Path) -> None:
-    tokenizer = qwen_engine.tokenizer
-    engine = ScriptedTemplateEngine(tokenizer, "Fine.<|im_end|>")
+    tokenizer = qwen_engine.tokenizer.hf_tokenizer
+    engine = ScriptedTemplateEngine(qwen_engine.tokenizer, "Fine.<|im_end|>")
     server = serve(engine, tmp_path)
     start = tokenizer.convert_tokens_to_ids("<|im_start|>")
     think = tokenizer.convert_tokens_to_ids("<think>")
@@ -165,12 +163,12 @@ def test_user_text_never_becomes_a_control_token(qwen_engine: Any, tmp_path: Pat
 
 
 def test_tool_round_trip_prompt_equals_transformers(qwen_engine: Any, tmp_path: Path) -> None:
-    tokenizer = qwen_engine.tokenizer
+    tokenizer = qwen_engine.tokenizer.hf_tokenizer
     said = (
         "<think>\nThe user wants a word.\n</think>\n\nLet me check."
         '<tool_call>\n{"name": "lookup", "arguments": {"query": "tiny"}}\n</tool_call><|im_end|>'
     )
-    engine = ScriptedTemplateEngine(tokenizer, said)
+    engine = ScriptedTemplateEngine(qwen_engine.tokenizer, said)
     server = serve(engine, tmp_path)
     try:
         client = server.client()
@@ -206,17 +204,17 @@ def test_tool_round_trip_prompt_equals_transformers(qwen_engine: Any, tmp_path: 
 
 def test_an_engine_given_the_tokenizer_serves_the_template_model(qwen_engine: Any, tmp_path: Path) -> None:
     """What ``--upstream URL --tokenizer PATH`` builds: an engine that samples ids only,
-    given the model's tokenizer folder."""
-    from openchatml.engines.tokenized import with_tokenizer
+    given the model's tokenizer loaded from its folder."""
+    from openchatml.engines.tokenizer import HFTokenizer
 
-    tokenizer = qwen_engine.tokenizer
+    tokenizer = qwen_engine.tokenizer.hf_tokenizer
     said = "<think>\nOk.\n</think>\n\nTiny means small.<|im_end|>"
-    bare = ScriptedEngine(tokenizer.encode(said, add_special_tokens=False))
     folder = tmp_path / "tokenizer"
     tokenizer.save_pretrained(folder)
-    engine = with_tokenizer(bare, str(folder))
-    assert engine.stop_token_ids == (tokenizer.convert_tokens_to_ids("<|im_end|>"),)
-    server = serve(engine, tmp_path)
+    loaded = HFTokenizer.load(folder)
+    assert loaded.stop_token_ids == (tokenizer.convert_tokens_to_ids("<|im_end|>"),)
+    bare = ScriptedEngine(loaded.encode(said), tokenizer=loaded)
+    server = serve(bare, tmp_path)
     try:
         response = server.client().responses.create(model="scripted-model", input="Define tiny.")
         assert [item.type for item in response.output] == ["reasoning", "message"]
@@ -245,8 +243,8 @@ def qwen_prompt(tokenizer: Any, **variables: Any) -> list[int]:
 def test_reasoning_effort_none_switches_thinking_off(qwen_engine: Any, tmp_path: Path) -> None:
     """Qwen3's switch is ``enable_thinking``: off pre-closes the reasoning in the prompt
     (``<think>\\n\\n</think>\\n\\n``), and the answer after it is still read as a message."""
-    tokenizer = qwen_engine.tokenizer
-    engine = ScriptedTemplateEngine(tokenizer, "Tiny means small.<|im_end|>", chunk=1)
+    tokenizer = qwen_engine.tokenizer.hf_tokenizer
+    engine = ScriptedTemplateEngine(qwen_engine.tokenizer, "Tiny means small.<|im_end|>", chunk=1)
     server = serve(engine, tmp_path)
     try:
         with server.http() as http:
@@ -269,9 +267,9 @@ def test_reasoning_effort_none_switches_thinking_off(qwen_engine: Any, tmp_path:
 def test_reasoning_effort_switches_thinking_on_or_leaves_the_default(
     qwen_engine: Any, tmp_path: Path, effort: str | None
 ) -> None:
-    tokenizer = qwen_engine.tokenizer
+    tokenizer = qwen_engine.tokenizer.hf_tokenizer
     said = "<think>\nSmall.\n</think>\n\nTiny means small.<|im_end|>"
-    engine = ScriptedTemplateEngine(tokenizer, said)
+    engine = ScriptedTemplateEngine(qwen_engine.tokenizer, said)
     server = serve(engine, tmp_path)
     try:
         extra = {} if effort is None else {"reasoning": {"effort": effort}}
@@ -286,26 +284,27 @@ def test_reasoning_effort_switches_thinking_on_or_leaves_the_default(
 
 def test_a_tokenizer_that_cannot_load_is_a_clear_error(tmp_path: Path) -> None:
     from openchatml.engines.base import EngineError
-    from openchatml.engines.tokenized import with_tokenizer
+    from openchatml.engines.tokenizer import HFTokenizer
 
     with pytest.raises(EngineError, match="cannot load the tokenizer"):
-        with_tokenizer(ScriptedEngine([1]), str(tmp_path / "missing"))
+        HFTokenizer.load(tmp_path / "missing")
 
 
 def test_which_engines_get_a_template_dialect(qwen_engine: Any) -> None:
     from openchatml.engines.base import EngineError
+    from openchatml.engines.tokenizer import HFTokenizer
 
-    class Fake:
-        info = ModelInfo(id="fake")
-
-        def __init__(self, template: str | None, tokenizer: Any) -> None:
-            self.chat_template = template
-            self.tokenizer = tokenizer
+    def engine(template: str | None) -> ScriptedEngine:
+        """The tiny Qwen3's tokenizer carrying ``template``."""
+        hf = copy.copy(qwen_engine.tokenizer.hf_tokenizer)
+        hf.chat_template = template
+        return ScriptedEngine([], tokenizer=HFTokenizer(hf))
 
     gpt_oss = (TEMPLATE.parent / "openai-gpt-oss-120b.jinja").read_text()
-    assert TemplateDialect.of_engine(Fake(gpt_oss, qwen_engine.tokenizer)) is None  # Harmony: the core codec
-    assert TemplateDialect.of_engine(Fake(None, qwen_engine.tokenizer)) is None  # no template
-    assert TemplateDialect.of_engine(Fake(TEMPLATE.read_text(), None)) is None  # no tokenizer
+    assert TemplateDialect.of_engine(engine(gpt_oss)) is None  # Harmony: the core codec
+    assert TemplateDialect.of_engine(engine(None)) is None  # no template
+    assert TemplateDialect.of_engine(ScriptedEngine([])) is None  # no tokenizer
+    assert TemplateDialect.of_engine(engine(TEMPLATE.read_text())) is not None
     refusing = "{{ raise_exception('never') }}"
     with pytest.raises(EngineError, match="chat template cannot be used"):
-        TemplateDialect.of_engine(Fake(refusing, qwen_engine.tokenizer))
+        TemplateDialect.of_engine(engine(refusing))

@@ -10,10 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openchatml.templates.arguments import (
-    JsonWriter,
-    Lexer,
-    atom_json,
+from openchatml.templates.parsing.json_writer import JsonWriter, atom_json
+from openchatml.templates.parsing.lexer import Lexer
+from openchatml.templates.parsing.schemas import (
     loads_lenient,
     property_names,
     property_schema,

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from functools import cache
 from typing import Any, NamedTuple
@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from openchatml import Message
-from openchatml.demo_models.tiny_chat import _bare_tokenizer, template_markers
+from openchatml.demo_models.chat_tokenizer import bare_tokenizer, template_markers
 from openchatml.responses.dialect import TemplateDialect
 from openchatml.responses.errors import RequestError
 from openchatml.responses.input import PromptSettings, build_conversation
@@ -151,23 +151,53 @@ FIELDS: list[Field] = [
 
 class BareTokenizer:
     """A template's markers as added tokens over single bytes (see
-    :mod:`openchatml.demo_models.tiny_chat`): what the dialect uses of a tokenizer."""
+    :mod:`openchatml.demo_models.chat_tokenizer`): a :class:`ModelTokenizer` without a chat
+    template (the dialect is given one) or stop ids (the format's end markers stop)."""
+
+    chat_template = None
+    bos_token = ""
+    eos_token = ""
+    stop_token_ids = ()
 
     def __init__(self, markers: list[str]) -> None:
-        self._tokenizer = _bare_tokenizer(markers)
-        self._added = {m: int(self._tokenizer.token_to_id(m)) for m in markers}
+        self._tokenizer = bare_tokenizer(markers)
+        self.added = {m: int(self._tokenizer.token_to_id(m)) for m in markers}
+        """Every added token (runs of whitespace included)."""
+        self.markers = {m: self.added[m] for m in sorted(self.added, key=len, reverse=True) if m.strip()}
+        self._marker_ids = frozenset(self.markers.values())
+        self.vocab_size = int(self._tokenizer.get_vocab_size())
+        self._bytes = {c: b for b, c in enumerate(BYTE_LEVEL)}
 
-    def encode(self, text: str, add_special_tokens: bool = False) -> list[int]:
-        return list(self._tokenizer.encode(text, add_special_tokens=add_special_tokens).ids)
+    def encode(self, text: str) -> list[int]:
+        return list(self._tokenizer.encode(text, add_special_tokens=False).ids)
 
-    def decode(self, ids: list[int], skip_special_tokens: bool = False) -> str:
-        return str(self._tokenizer.decode(ids, skip_special_tokens=skip_special_tokens))
+    def decode(self, ids: Sequence[int]) -> str:
+        return str(self._tokenizer.decode(list(ids), skip_special_tokens=False))
 
-    def get_added_vocab(self) -> dict[str, int]:
-        return dict(self._added)
+    def token_bytes(self, token: int) -> bytes:
+        piece = str(self._tokenizer.id_to_token(token))
+        if token in self.added.values():
+            return piece.encode()
+        return bytes(self._bytes[c] for c in piece)
 
-    def convert_ids_to_tokens(self, token: int) -> str:
-        return str(self._tokenizer.id_to_token(token))
+    def is_marker(self, token: int) -> bool:
+        return token in self._marker_ids
+
+
+def _byte_level() -> str:
+    """GPT-2's printable spelling of the bytes 0 … 255, in byte order."""
+    printable = [
+        *range(ord("!"), ord("~") + 1),
+        *range(ord("¡"), ord("¬") + 1),
+        *range(ord("®"), ord("ÿ") + 1),
+    ]
+    chars = {b: chr(b) for b in printable}
+    for extra, b in enumerate(b for b in range(256) if b not in chars):
+        chars[b] = chr(256 + extra)
+    return "".join(chars[b] for b in range(256))
+
+
+BYTE_LEVEL = _byte_level()
 
 
 class Model(NamedTuple):
@@ -183,7 +213,7 @@ def model(name: str) -> Model:
     tokenizer = BareTokenizer(markers)
     template = ChatTemplate(source, name=name, now=NOW)
     dialect = TemplateDialect(template, analyze(template), tokenizer)
-    return Model(dialect, frozenset(tokenizer.get_added_vocab().values()), tuple(markers))
+    return Model(dialect, frozenset(tokenizer.added.values()), tuple(markers))
 
 
 def special_ids(name: str, body: dict[str, Any]) -> list[int] | None:
@@ -191,7 +221,7 @@ def special_ids(name: str, body: dict[str, Any]) -> list[int] | None:
     dialect = model(name).dialect
     try:
         request = parse_request({"model": "m", **body})
-        conversation = build_conversation(request, list(request.input), settings=SETTINGS)
+        conversation = build_conversation(request, request.items, settings=SETTINGS)
         prompt = dialect.prepare(request, conversation, context_length=None).prompt
     except (RequestError, TemplateError):
         return None
@@ -209,6 +239,11 @@ FILLER = ["", " ", "\n", "x y", *'a<>|[]/"\\{}', "\\u003c", "system", "user"]
 SWITCHES = ("/think", "/no_think", "/nothink")
 """Words some templates read in a system or user text as a thinking switch (SmolLM3,
 Nemotron Nano 2, GLM): a text holding one renders another prompt on purpose."""
+SCHEMA_KEYWORDS = frozenset(
+    {"type", "description", "enum", "items", "properties", "required", "default", "title"}
+)
+"""Keys a template reads in a parameter's schema for their meaning (Nemotron writes an
+``enum`` key as ``<enum>…</enum>``): a schema holding one renders another prompt on purpose."""
 
 
 @cache
@@ -242,6 +277,8 @@ def test_field_names_are_distinct() -> None:
 def test_no_request_text_becomes_a_marker(field: Field, data: st.DataObject) -> None:
     for name in NAMES:
         text = data.draw(texts(name), label=name)
+        if field.name == "schema key" and text in SCHEMA_KEYWORDS:
+            continue
         got = special_ids(name, field.put(text))
         if got is None:
             continue
@@ -264,11 +301,11 @@ def test_tool_description_cannot_open_a_turn() -> None:
     dialect = model(name).dialect
     request = parse_request({"model": "m", **body})
     prompt = dialect.prepare(
-        request, build_conversation(request, list(request.input), settings=SETTINGS), context_length=None
+        request, build_conversation(request, request.items, settings=SETTINGS), context_length=None
     )
     start = dialect.tokenizer.encode("<|im_start|>")
     assert prompt.prompt.count(start[0]) == 3  # the system turn (tools), the user's, the assistant's
-    assert json.dumps(INJECTION)[1:-1] in dialect.tokenizer.decode(prompt.prompt)  # type: ignore[attr-defined]
+    assert json.dumps(INJECTION)[1:-1] in dialect.tokenizer.decode(prompt.prompt)
 
 
 FIELD = {f.name: f for f in FIELDS}
@@ -316,6 +353,6 @@ def test_what_a_template_does_with_a_text_keeps_it_text(source: str, texts: list
     template = ChatTemplate(source + "<|end|>", now=NOW)
     conversation = [Message.user(t) for t in texts]
     text, ids = prompt_ids(template, conversation, tokenizer)
-    end = tokenizer.get_added_vocab()["<|end|>"]
-    assert [i for i in ids if i in tokenizer.get_added_vocab().values()] == [end]
+    end = tokenizer.markers["<|end|>"]
+    assert [i for i in ids if tokenizer.is_marker(i)] == [end]
     assert text.endswith("<|end|>") and tokenizer.decode(ids) == text

@@ -7,10 +7,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_analysis import LOOKUP, ROUND_TRIP_CALLS, WEATHER, fmt_of, render_calls, tool_templates
+from analysed_templates import LOOKUP, ROUND_TRIP_CALLS, WEATHER, fmt_of, render_calls, tool_templates
 
-from openchatml.templates.output import open_parser
-from openchatml.templates.parser import ParseOptions
+from openchatml.templates.parsing import ParseOptions, open_parser
 
 
 def assistant_part(name: str, text: str) -> str:

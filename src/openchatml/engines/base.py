@@ -1,6 +1,8 @@
 """The engine protocol: prompt token ids and sampling settings in, token ids out.
 
-An :class:`Engine` knows nothing of messages, channels or HTTP. ``generate`` returns an
+An :class:`Engine` knows nothing of messages, channels or HTTP; it carries the model's
+tokenizer (``tokenizer``, built once and given to it), through which the layers above
+render prompts and read answers of models that do not speak Harmony. ``generate`` returns an
 async iterator of :class:`Chunk` objects, the ids sampled since the last one; the stream
 ends after a stop token (which is yielded, so the parser sees ``<|call|>`` or
 ``<|return|>``) or after ``max_tokens`` ids. Closing the iterator (``aclose()``, or
@@ -19,16 +21,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, overload, runtime_checkable
+from typing import Protocol, overload, runtime_checkable
 
-
-def chat_template_of(tokenizer: Any) -> str | None:
-    """A Hugging Face tokenizer's Jinja chat template (the ``default`` one of a named set),
-    if it has one."""
-    template = getattr(tokenizer, "chat_template", None)
-    if isinstance(template, dict):
-        template = template.get("default")
-    return template if isinstance(template, str) else None
+from ..templates.model_tokenizer import ModelTokenizer
 
 
 class EngineError(Exception):
@@ -120,6 +115,12 @@ class Engine(Protocol):
     @property
     def info(self) -> ModelInfo:
         """The model this engine serves."""
+        ...
+
+    @property
+    def tokenizer(self) -> ModelTokenizer | None:
+        """The model's tokenizer; ``None`` where the model speaks Harmony over
+        o200k_harmony, the core's :class:`~openchatml.core.encoding.Encoding`."""
         ...
 
     def generate(self, prompt: Sequence[int], params: SamplingParams) -> AsyncIterator[Chunk]:

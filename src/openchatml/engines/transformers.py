@@ -28,7 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from .base import Chunk, EngineError, ModelInfo, SamplingParams, TokenLogprob, chat_template_of
+from ..templates.model_tokenizer import ModelTokenizer
+from .base import Chunk, EngineError, ModelInfo, SamplingParams, TokenLogprob
+from .tokenizer import HFTokenizer
 
 _INSTALL_HINT: Final = (
     "the transformers engine needs torch and transformers: pip install 'openchatml[transformers]'"
@@ -67,19 +69,12 @@ class TransformersEngine:
     concurrent calls to :meth:`generate` wait their turn.
     """
 
-    def __init__(self, model: Any, info: ModelInfo, tokenizer: Any | None = None) -> None:
+    def __init__(self, model: Any, info: ModelInfo, tokenizer: ModelTokenizer | None = None) -> None:
         """Wrap a loaded ``transformers`` causal LM (in eval mode, on its device) and its
         tokenizer, if it has one."""
         self._model = model
         self._info = info
         self._tokenizer = tokenizer
-        generation = getattr(model, "generation_config", None)
-        eos = getattr(generation, "eos_token_id", None)
-        if eos is None:
-            eos = getattr(getattr(model, "config", None), "eos_token_id", None)
-        self._stop_ids: tuple[int, ...] = tuple(
-            eos if isinstance(eos, list) else [] if eos is None else [eos]
-        )
         self._vocab_size: int = model.get_input_embeddings().num_embeddings
         forward = inspect.signature(model.forward).parameters
         self._keep_kwargs: dict[str, int] = (
@@ -102,12 +97,15 @@ class TransformersEngine:
         device: str | None = None,
         dtype: str | None = None,
         model_id: str | None = None,
+        tokenizer: ModelTokenizer | None = None,
     ) -> TransformersEngine:
         """Load ``model`` (a local folder or a Hub id) onto ``device`` (default ``cuda`` when
         available, else ``cpu``) in ``dtype`` (``float32``, ``float16``, ``bfloat16``;
         default: the checkpoint's). ``model_id`` names it in :attr:`info` (default: the
-        folder's name, or the Hub id). Raises :class:`EngineError` when torch or
-        transformers is missing or the model cannot be loaded."""
+        folder's name, or the Hub id). ``tokenizer``: the model's (default: the one in
+        ``model``, its turns ended by the model's eos ids; none when it has none). Raises
+        :class:`EngineError` when torch or transformers is missing or the model cannot be
+        loaded."""
         try:
             import torch
             import transformers
@@ -132,10 +130,13 @@ class TransformersEngine:
             engine="transformers",
             device=str(hf.device),
         )
-        try:
-            tokenizer = transformers.AutoTokenizer.from_pretrained(str(model))
-        except Exception:  # a folder without a tokenizer still serves token ids (Harmony models)
-            tokenizer = None
+        if tokenizer is None:
+            try:
+                loaded = transformers.AutoTokenizer.from_pretrained(str(model))
+            except Exception:  # a folder without a tokenizer still serves token ids (Harmony models)
+                loaded = None
+            if loaded is not None:
+                tokenizer = HFTokenizer(loaded, stop_token_ids=_eos_ids(hf))
         return cls(hf, info, tokenizer)
 
     @property
@@ -144,19 +145,9 @@ class TransformersEngine:
         return self._info
 
     @property
-    def tokenizer(self) -> Any | None:
-        """The model's Hugging Face tokenizer (``None`` when its folder has none)."""
+    def tokenizer(self) -> ModelTokenizer | None:
+        """The model's tokenizer (``None`` when its folder has none)."""
         return self._tokenizer
-
-    @property
-    def chat_template(self) -> str | None:
-        """The tokenizer's Jinja chat template (the ``default`` one of a named set), if any."""
-        return chat_template_of(self._tokenizer)
-
-    @property
-    def stop_token_ids(self) -> tuple[int, ...]:
-        """The generation config's end-of-sequence ids: where an assistant turn ends."""
-        return self._stop_ids
 
     @property
     def busy(self) -> bool:
@@ -302,6 +293,17 @@ class TransformersEngine:
                 if counts is not None:
                     counts[token] += 1
                 input_ids = torch.tensor([[token]], dtype=torch.long, device=device)
+
+
+def _eos_ids(model: Any) -> list[int] | None:
+    """The end-of-sequence ids of a ``transformers`` model's generation config, else of its
+    config: where an assistant turn ends (``None`` when neither names one)."""
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if eos is None:
+        eos = getattr(getattr(model, "config", None), "eos_token_id", None)
+    if eos is None:
+        return None
+    return [int(i) for i in (eos if isinstance(eos, list) else [eos])]
 
 
 def _sample(logits: Any, params: SamplingParams, counts: Any, generator: Any) -> int:

@@ -51,6 +51,7 @@ from typing import Any, Final, Literal, cast
 import httpx
 import orjson
 
+from ..templates.model_tokenizer import ModelTokenizer
 from .base import Chunk, EngineError, ModelInfo, SamplingParams, TokenLogprob
 
 Flavor = Literal["vllm", "llamacpp"]
@@ -134,7 +135,8 @@ class UpstreamEngine:
 
     Build one with :meth:`connect`. ``generate`` streams the sampled ids; closing its
     iterator closes the HTTP stream, which cancels the request upstream. Raises
-    :class:`UpstreamError` (an :class:`EngineError`) when the server fails.
+    :class:`UpstreamError` (an :class:`EngineError`) when the server fails. ``tokenizer``:
+    the model's, for a model that does not speak Harmony (the server samples ids only).
     """
 
     def __init__(
@@ -144,6 +146,7 @@ class UpstreamEngine:
         *,
         flavor: Flavor = "vllm",
         owns_client: bool = True,
+        tokenizer: ModelTokenizer | None = None,
     ) -> None:
         if flavor not in FLAVORS:
             raise ValueError(f"flavor must be one of {sorted(FLAVORS)}, got {flavor!r}")
@@ -152,6 +155,7 @@ class UpstreamEngine:
         self._flavor: Flavor = flavor
         self._owns_client = owns_client
         self._base = str(client.base_url).rstrip("/")
+        self._tokenizer = tokenizer
 
     @classmethod
     async def connect(
@@ -163,13 +167,15 @@ class UpstreamEngine:
         flavor: str = "auto",
         connect_timeout: float = 10.0,
         request_timeout: float = 30.0,
+        tokenizer: ModelTokenizer | None = None,
     ) -> UpstreamEngine:
         """Open a pooled client to ``base_url`` (with or without ``/v1``), ask
         ``GET /v1/models`` for the model id and context window, and detect the flavor
         (``"vllm"`` or ``"llamacpp"``) unless one is given.
 
-        ``model`` picks one of the served models (default: the first). Connecting has
-        a ``connect_timeout``; streamed reads have none. Raises :class:`UpstreamError`
+        ``model`` picks one of the served models (default: the first); ``tokenizer`` is
+        its tokenizer (see the class docstring). Connecting has a ``connect_timeout``;
+        streamed reads have none. Raises :class:`UpstreamError`
         when the server is unreachable, answers an error, or does not serve ``model``;
         ``ValueError`` for a bad ``base_url`` or ``flavor``.
         """
@@ -196,12 +202,17 @@ class UpstreamEngine:
             await client.aclose()
             raise
         info = ModelInfo(id=str(entry["id"]), context_length=context, engine=chosen, device=root)
-        return cls(client, info, flavor=chosen)
+        return cls(client, info, flavor=chosen, tokenizer=tokenizer)
 
     @property
     def info(self) -> ModelInfo:
         """The upstream model: its id, context window, flavor (``engine``) and URL."""
         return self._info
+
+    @property
+    def tokenizer(self) -> ModelTokenizer | None:
+        """The model's tokenizer, when it was given one."""
+        return self._tokenizer
 
     @property
     def flavor(self) -> Flavor:

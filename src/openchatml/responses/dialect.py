@@ -6,28 +6,32 @@ A :class:`Dialect` turns a request's conversation into prompt ids and sampling s
 (``parser``) and the vocabulary its log probabilities are reported in. The rest of the
 Open Responses layer does not know which dialect it serves: a template model's reasoning,
 answers and tool calls arrive as the same OpenChatML messages as gpt-oss's.
+
+The dialect is chosen from the engine's tokenizer (:meth:`TemplateDialect.of_engine`):
+Harmony where the engine has none (its ids are o200k_harmony), where the tokenizer has no
+chat template, or where its template is Harmony's (gpt-oss); the template otherwise.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any, Protocol
 
 from ..core.messages import Conversation
-from ..engines.base import EngineError
+from ..engines.base import Engine, EngineError
 from ..templates.analysis import analyze
 from ..templates.decoding import TemplateTokenParser
 from ..templates.environment import ChatTemplate
 from ..templates.errors import TemplateError
 from ..templates.format import TemplateFormat
-from ..templates.parser import ParseOptions
-from ..templates.tokenize import Tokenizer, markers_of, prompt_ids
+from ..templates.model_tokenizer import ModelTokenizer
+from ..templates.parsing import ParseOptions
+from ..templates.tokenize import prompt_ids
 from .errors import RequestError
-from .hf_tokens import HFVocabulary
-from .request import FunctionTool, ResponseRequest
-from .runner import Prepared, prepare
+from .request import ResponseRequest
+from .runner import Prepared, RenderedPrompt, prepare
 from .stream import TokenParser, Vocabulary
+from .wire.tools import FunctionTool
 
 
 class Dialect(Protocol):
@@ -79,81 +83,72 @@ class HarmonyDialect:
 
 
 class TemplateDialect:
-    """A model with its own chat template: prompts rendered by the template and encoded
-    by the model's tokenizer (no text of the request becomes a marker: messages, tool
-    descriptions and schemas, calls and their outputs, instructions; see
-    :mod:`~..templates.tokenize`), answers parsed by the parser derived from the template.
+    """A model with its own chat template (``template``, analysed as ``fmt``) and its
+    ``tokenizer``: prompts rendered by the template and encoded by the tokenizer (no text
+    of the request becomes a marker: messages, tool descriptions and schemas, calls and
+    their outputs, instructions; see :mod:`~..templates.tokenize`), answers parsed by the
+    parser derived from the template.
 
     The request's ``reasoning.effort`` sets the template's thinking switch (found by
     analysis: ``enable_thinking``, ``reasoning_effort``, ``thinking_budget`` …): ``none``
     switches thinking off, the other efforts on (a request's ``minimal`` is read as
-    ``low``), at the nearest of the
-    template's levels where it has levels; without ``reasoning`` the template's default
-    holds (see :func:`~..templates.prompt.thinking_variables`)."""
+    ``low``), at the nearest of the template's levels where it has levels; without
+    ``reasoning`` the template's default holds (see
+    :func:`~..templates.prompt.thinking_variables`).
+
+    Sampling stops at the tokenizer's stop ids and at the ids of the format's end markers
+    (``stop_ids``)."""
 
     name = "template"
 
-    def __init__(
-        self,
-        template: ChatTemplate,
-        fmt: TemplateFormat,
-        tokenizer: Tokenizer,
-        *,
-        stop_ids: Sequence[int] = (),
-    ) -> None:
+    def __init__(self, template: ChatTemplate, fmt: TemplateFormat, tokenizer: ModelTokenizer) -> None:
         self.template = template
         self.format = fmt
         self.tokenizer = tokenizer
-        self.markers = markers_of(tokenizer)
-        added = tokenizer.get_added_vocab()
-        ends = [added[m] for m in fmt.end_markers if m in added]
-        self.stop_ids = tuple(dict.fromkeys([*stop_ids, *ends]))
-        self._vocabulary = HFVocabulary(tokenizer, self.markers)
+        ends = [tokenizer.markers[m] for m in fmt.end_markers if m in tokenizer.markers]
+        self.stop_ids = tuple(dict.fromkeys([*tokenizer.stop_token_ids, *ends]))
 
     @classmethod
-    def of_engine(cls, engine: Any) -> TemplateDialect | None:
-        """The dialect of an engine whose tokenizer carries a non-Harmony chat template;
-        ``None`` for Harmony models and engines without a template. Raises
-        :class:`EngineError` when the template cannot be analysed."""
-        source = getattr(engine, "chat_template", None)
-        tokenizer = getattr(engine, "tokenizer", None)
-        if not isinstance(source, str) or tokenizer is None:
+    def of_engine(cls, engine: Engine) -> TemplateDialect | None:
+        """The dialect of an engine whose tokenizer carries a chat template that is not
+        Harmony's; ``None`` where the engine speaks Harmony (see the module docstring).
+        Raises :class:`EngineError` when the template cannot be analysed."""
+        tokenizer = engine.tokenizer
+        if tokenizer is None or tokenizer.chat_template is None:
             return None
         try:
             template = ChatTemplate(
-                source,
+                tokenizer.chat_template,
                 name=f"{engine.info.id} chat template",
-                bos_token=str(getattr(tokenizer, "bos_token", None) or ""),
-                eos_token=str(getattr(tokenizer, "eos_token", None) or ""),
+                bos_token=tokenizer.bos_token,
+                eos_token=tokenizer.eos_token,
             )
             fmt = analyze(template)
         except TemplateError as exc:
             raise EngineError(f"the model's chat template cannot be used: {exc}") from exc
         if fmt.harmony:
             return None
-        return cls(template, fmt, tokenizer, stop_ids=getattr(engine, "stop_token_ids", ()))
+        return cls(template, fmt, tokenizer)
 
     @property
     def vocabulary(self) -> Vocabulary | None:
         """The tokenizer's tokens."""
-        return self._vocabulary
+        return self.tokenizer
 
-    def _ids(self, conversation: Conversation, request: ResponseRequest, texts: list[str]) -> list[int]:
+    def _render(self, conversation: Conversation, request: ResponseRequest) -> RenderedPrompt:
         tools = [_tool_json(t) for t in request.tools] or None
         try:
             text, ids = prompt_ids(
                 self.template,
                 conversation,
                 self.tokenizer,
-                markers=self.markers,
                 tools=tools,
                 thinking=request.reasoning_effort,
                 reasoning=self.format.reasoning,
             )
         except TemplateError as exc:
             raise RequestError(f"The model's chat template cannot render this input: {exc.message}") from exc
-        texts.append(text)
-        return ids
+        return RenderedPrompt(ids, text)
 
     def prepare(
         self,
@@ -163,19 +158,18 @@ class TemplateDialect:
         context_length: int | None,
         max_input_tokens: int | None = None,
     ) -> Prepared:
-        """Prompt ids from the template, sampling settings that stop at the model's end of
-        turn (see :func:`~.runner.prepare`), and the prompt's start of the answer."""
-        texts: list[str] = []
+        """Prompt ids and text from the template, sampling settings that stop at the model's
+        end of turn (see :func:`~.runner.prepare`), and the prompt's start of the answer."""
         prepared = prepare(
             request,
             conversation,
             context_length=context_length,
             max_input_tokens=max_input_tokens,
-            prompt_of=lambda c: self._ids(c, request, texts),
+            prompt_of=lambda c: self._render(c, request),
             stop_ids=self.stop_ids,
         )
         header = self.format.generation_prompt.header
-        text = texts[0] if texts else ""
+        text = prepared.text or ""
         prefix = text[text.rindex(header) + len(header) :] if header and header in text else ""
         return replace(prepared, prefix=prefix)
 
@@ -183,10 +177,7 @@ class TemplateDialect:
         """The parser of this response's ids: the template's parser, started from what
         the prompt already wrote of the answer."""
         options = ParseOptions(tools=tuple(_tool_json(t) for t in request.tools), prefix=prepared.prefix)
-        return TemplateTokenParser(self.format, self._decode, stop_ids=self.stop_ids, options=options)
-
-    def _decode(self, ids: Sequence[int]) -> str:
-        return str(self.tokenizer.decode(list(ids), skip_special_tokens=False))  # type: ignore[attr-defined]
+        return TemplateTokenParser(self.format, self.tokenizer, stop_ids=self.stop_ids, options=options)
 
 
 def _tool_json(tool: FunctionTool) -> dict[str, Any]:

@@ -16,7 +16,8 @@ model samples after:
   the messages they sealed.
 
 ``items`` is everything in order: a previous response's input and output, then the new
-input, with ``item_reference`` already resolved. Which earlier ``analysis`` is rendered
+input, with ``item_reference`` already resolved, as typed items (:mod:`.wire.items`).
+:func:`message_items` is the way back: messages → items. Which earlier ``analysis`` is rendered
 is the renderer's business (its chain-of-thought policy), not this module's.
 
 A text-only model cannot read images, video or binary files: such content is refused
@@ -31,7 +32,7 @@ import binascii
 import datetime as _dt
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from ..core.content import (
     DEFAULT_IDENTITY,
@@ -44,12 +45,29 @@ from ..core.content import (
 )
 from ..core.interchange import InterchangeError, message_from_json
 from ..core.messages import Conversation, Intent, Message, Role
+from . import ids
 from .crypto import Sealer
 from .errors import RequestError
 from .request import ResponseRequest
+from .wire.content import InputFile, InputPart, InputText, OutputPart, OutputText, ReasoningText
+from .wire.items import (
+    AssistantMessage,
+    CompactionItem,
+    DeveloperMessage,
+    FunctionCall,
+    FunctionCallOutput,
+    InputItem,
+    Item,
+    Phase,
+    ReasoningItem,
+    SystemMessage,
+    UserMessage,
+)
+from .wire.tools import JsonSchemaFormat
 
 REASONING_KIND: Final = "reasoning"
 COMPACTION_KIND: Final = "compaction"
+FUNCTIONS: Final = "functions."
 
 _EFFORT: Final = {
     "none": ReasoningEffort.LOW,
@@ -72,6 +90,11 @@ class PromptSettings:
     knowledge_cutoff: str | None = "2024-06"
     reasoning_effort: ReasoningEffort = ReasoningEffort.MEDIUM
     current_date: str | None = None
+
+
+def function_name(recipient: str) -> str:
+    """The function a recipient names: ``functions.get_weather`` → ``get_weather``."""
+    return recipient[len(FUNCTIONS) :] if recipient.startswith(FUNCTIONS) else recipient
 
 
 def harmony_effort(effort: str | None, default: ReasoningEffort) -> ReasoningEffort:
@@ -110,8 +133,8 @@ def developer_message(request: ResponseRequest) -> Message | None:
     tools = _offered_tools(request)
     formats: tuple[ResponseFormat, ...] = ()
     fmt = request.text_format
-    if fmt.type == "json_schema" and fmt.name is not None and fmt.schema is not None:
-        formats = (ResponseFormat(fmt.name, dict(fmt.schema), fmt.description),)
+    if isinstance(fmt, JsonSchemaFormat) and fmt.json_schema is not None:
+        formats = (ResponseFormat(fmt.name, dict(fmt.json_schema), fmt.description),)
     if not instructions and not tools and not formats:
         return None
     namespaces = {"functions": ToolNamespaceConfig("functions", None, tuple(tools))} if tools else None
@@ -129,8 +152,8 @@ def _unsupported(param: str, kind: str) -> RequestError:
     )
 
 
-def _file_text(part: Mapping[str, Any], param: str) -> str:
-    data = part.get("file_data")
+def _file_text(part: InputFile, param: str) -> str:
+    data = part.file_data
     if data is None:
         raise RequestError(
             f"Files are read from 'file_data' only; this server does not fetch 'file_url' or 'file_id' "
@@ -144,34 +167,31 @@ def _file_text(part: Mapping[str, Any], param: str) -> str:
         text = raw.decode("utf-8")
     except (binascii.Error, ValueError):
         raise _unsupported(param, "input_file (binary data)") from None
-    name = part.get("filename")
-    return f"[file: {name}]\n{text}" if name else text
+    return f"[file: {part.filename}]\n{text}" if part.filename else text
 
 
-def _input_text(parts: Sequence[Mapping[str, Any]], param: str) -> str:
+def _input_text(parts: Sequence[InputPart], param: str) -> str:
     texts: list[str] = []
     for j, part in enumerate(parts):
         where = f"{param}[{j}]"
-        kind = part["type"]
-        if kind == "input_text":
-            texts.append(part["text"])
-        elif kind == "input_file":
+        if isinstance(part, InputText):
+            texts.append(part.text)
+        elif isinstance(part, InputFile):
             texts.append(_file_text(part, where))
         else:
-            raise _unsupported(where, kind)
-    return "\n".join(texts) if any(p["type"] == "input_file" for p in parts) else "".join(texts)
+            raise _unsupported(where, part.type)
+    return "\n".join(texts) if any(isinstance(p, InputFile) for p in parts) else "".join(texts)
 
 
-def _assistant_text(parts: Sequence[Mapping[str, Any]]) -> str:
-    return "".join(p["text"] if p["type"] == "output_text" else p.get("refusal", "") for p in parts)
+def _assistant_text(parts: Sequence[OutputPart]) -> str:
+    return "".join(p.text if isinstance(p, OutputText) else p.refusal for p in parts)
 
 
-def reasoning_text(item: Mapping[str, Any], sealer: Sealer | None, param: str) -> str | None:
+def reasoning_text(item: ReasoningItem, sealer: Sealer | None, param: str) -> str | None:
     """The chain of thought a reasoning item carries, or ``None`` when it carries none."""
-    content = item.get("content")
-    if content:
-        return "".join(p["text"] for p in content)
-    sealed = item.get("encrypted_content")
+    if item.content:
+        return "".join(p.text for p in item.content)
+    sealed = item.encrypted_content
     if sealed:
         if sealer is None:
             raise RequestError(
@@ -185,13 +205,12 @@ def reasoning_text(item: Mapping[str, Any], sealer: Sealer | None, param: str) -
                 "The encrypted reasoning content is malformed.", param=param, code="invalid_encrypted_content"
             )
         return str(payload["text"])
-    summary = item.get("summary")
-    if summary:
-        return "\n\n".join(p["text"] for p in summary)
+    if item.summary:
+        return "\n\n".join(p.text for p in item.summary)
     return None
 
 
-def compaction_messages(item: Mapping[str, Any], sealer: Sealer | None, param: str) -> list[Message]:
+def compaction_messages(item: CompactionItem, sealer: Sealer | None, param: str) -> list[Message]:
     """The messages a compaction item sealed."""
     if sealer is None:
         raise RequestError(
@@ -199,7 +218,7 @@ def compaction_messages(item: Mapping[str, Any], sealer: Sealer | None, param: s
             param=param,
             code="invalid_encrypted_content",
         )
-    payload = sealer.open(COMPACTION_KIND, item["encrypted_content"], param=f"{param}.encrypted_content")
+    payload = sealer.open(COMPACTION_KIND, item.encrypted_content, param=f"{param}.encrypted_content")
     try:
         return [message_from_json(m) for m in payload["messages"]]
     except (InterchangeError, KeyError, TypeError) as exc:
@@ -209,57 +228,79 @@ def compaction_messages(item: Mapping[str, Any], sealer: Sealer | None, param: s
 
 
 def item_messages(
-    items: Sequence[Mapping[str, Any]], *, sealer: Sealer | None = None, param: str = "input"
+    items: Sequence[InputItem], *, sealer: Sealer | None = None, param: str = "input"
 ) -> list[Message]:
     """The messages of ``items`` in order (no system or request developer message)."""
-    call_names = {i["call_id"]: i["name"] for i in items if i.get("type") == "function_call"}
+    call_names = {i.call_id: i.name for i in items if isinstance(i, FunctionCall)}
     out: list[Message] = []
     for index, item in enumerate(items):
-        where = f"{param}[{index}]"
-        out.extend(_item_to_messages(item, where, call_names, sealer))
+        out.extend(_item_to_messages(item, f"{param}[{index}]", call_names, sealer))
     return out
 
 
 def _item_to_messages(
-    item: Mapping[str, Any], param: str, call_names: Mapping[str, str], sealer: Sealer | None
+    item: InputItem, param: str, call_names: Mapping[str, str], sealer: Sealer | None
 ) -> Iterable[Message]:
-    kind = item["type"]
-    if kind == "message":
-        role = item["role"]
-        if role == "assistant":
-            text = _assistant_text(item["content"])
-            if item.get("phase") == "commentary":
-                return [Message.assistant(text, channel="commentary", intent=Intent.PREAMBLE.value)]
-            return [Message.assistant(text, channel="final")]
-        text = _input_text(item["content"], f"{param}.content")
-        if role == "user":
-            return [Message.user(text)]
+    if isinstance(item, AssistantMessage):
+        text = _assistant_text(item.content)
+        if item.phase == "commentary":
+            return [Message.assistant(text, channel="commentary", intent=Intent.PREAMBLE.value)]
+        return [Message.assistant(text, channel="final")]
+    if isinstance(item, UserMessage):
+        return [Message.user(_input_text(item.content, f"{param}.content"))]
+    if isinstance(item, SystemMessage | DeveloperMessage):
+        text = _input_text(item.content, f"{param}.content")
         return [Message.developer(DeveloperContent(instructions=text))]
-    if kind == "function_call":
-        return [Message.tool_call(f"functions.{item['name']}", item["arguments"], call_id=item["call_id"])]
-    if kind == "function_call_output":
-        call = item["call_id"]
-        name = call_names.get(call)
+    if isinstance(item, FunctionCall):
+        return [Message.tool_call(f"functions.{item.name}", item.arguments, call_id=item.call_id)]
+    if isinstance(item, FunctionCallOutput):
+        name = call_names.get(item.call_id)
         if name is None:
             raise RequestError(
-                f"No tool call found for function call output with call_id {call!r}.",
+                f"No tool call found for function call output with call_id {item.call_id!r}.",
                 param=f"{param}.call_id",
                 code="invalid_value",
             )
-        output = item["output"]
+        output = item.output
         text = output if isinstance(output, str) else _input_text(output, f"{param}.output")
-        return [Message.tool_result(f"functions.{name}", text, call_id=call)]
-    if kind == "reasoning":
+        return [Message.tool_result(f"functions.{name}", text, call_id=item.call_id)]
+    if isinstance(item, ReasoningItem):
         thought = reasoning_text(item, sealer, param)
         return [] if thought is None else [Message.assistant(thought, channel="analysis")]
-    if kind == "compaction":
+    if isinstance(item, CompactionItem):
         return compaction_messages(item, sealer, param)
-    raise RequestError(f"Item of type {kind!r} at '{param}' cannot be given to the model.", param=param)
+    raise RequestError(f"Item of type {item.type!r} at '{param}' cannot be given to the model.", param=param)
+
+
+def message_items(messages: Iterable[Message]) -> list[Item]:
+    """The items of ``messages`` (what :func:`item_messages` reads, written back): user
+    and developer messages, assistant answers and preambles, reasoning (``analysis``),
+    function calls and their outputs; system messages and other tools' messages have none."""
+    out: list[Item] = []
+    for message in messages:
+        role, text = message.role, message.text
+        if role is Role.USER:
+            out.append(UserMessage(content=(InputText(text=text),)))
+        elif role is Role.DEVELOPER:
+            content = message.content[0] if message.content else None
+            instructions = content.instructions if isinstance(content, DeveloperContent) else text
+            out.append(DeveloperMessage(content=(InputText(text=instructions or ""),)))
+        elif role is Role.TOOL and message.name and message.name.startswith(FUNCTIONS):
+            out.append(FunctionCallOutput(call_id=message.call_id or "", output=text))
+        elif role is Role.ASSISTANT and message.recipient is not None:
+            name = function_name(message.recipient)
+            out.append(FunctionCall(call_id=message.call_id or ids.call_id(), name=name, arguments=text))
+        elif role is Role.ASSISTANT and message.channel in (None, "final", "commentary"):
+            phase: Phase = "commentary" if message.channel == "commentary" else "final_answer"
+            out.append(AssistantMessage(content=(OutputText(text=text),), phase=phase))
+        elif role is Role.ASSISTANT:
+            out.append(ReasoningItem(content=(ReasoningText(text=text),)))
+    return out
 
 
 def build_conversation(
     request: ResponseRequest,
-    items: Sequence[Mapping[str, Any]],
+    items: Sequence[InputItem],
     *,
     settings: PromptSettings | None = None,
     sealer: Sealer | None = None,

@@ -1,109 +1,148 @@
 """The event stream of a response that already ended, rebuilt from its snapshot.
 
-``replay_events(snapshot)`` gives what a live stream would have sent, with each item's
-text in a single delta (an ``output_text`` delta carrying all of the part's
-``logprobs``): ``response.created``, ``response.in_progress``, every item's
-lifecycle (a reasoning item's summary parts after its content), then the terminal
-event. ``starting_after`` drops events up to that sequence number, so a client can
-resume.
+``replay(response)`` gives what a live stream would have sent, with each item's text in
+a single delta (an ``output_text`` delta carrying all of the part's ``logprobs``):
+``response.created``, ``response.in_progress``, every item's lifecycle (a reasoning
+item's summary parts after its content), then the terminal event. ``starting_after``
+drops events up to that sequence number, so a client can resume. ``replay_events``
+does the same from a stored snapshot's JSON and gives the events' JSON.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from typing import Any, Final
 
-_TERMINAL_EVENT = {
-    "completed": "response.completed",
-    "incomplete": "response.incomplete",
-    "cancelled": "response.incomplete",
-    "failed": "response.failed",
+from .wire.content import OutputText, ReasoningText, Refusal
+from .wire.dialects import DEFAULT_DIALECT, WireDialect
+from .wire.events import (
+    ContentPartAdded,
+    ContentPartDone,
+    ErrorEvent,
+    FunctionCallArgumentsDelta,
+    FunctionCallArgumentsDone,
+    OutputItemAdded,
+    OutputItemDone,
+    OutputTextDelta,
+    OutputTextDone,
+    ReasoningDelta,
+    ReasoningDone,
+    ReasoningSummaryPartAdded,
+    ReasoningSummaryPartDone,
+    ReasoningSummaryTextDelta,
+    ReasoningSummaryTextDone,
+    RefusalDelta,
+    RefusalDone,
+    ResponseCompleted,
+    ResponseCreated,
+    ResponseEvent,
+    ResponseFailed,
+    ResponseIncomplete,
+    ResponseInProgress,
+    StreamEvent,
+)
+from .wire.items import AssistantMessage, FunctionCall, OutputItem, ReasoningItem
+from .wire.resource import ErrorPayload, ResponseResource, load_resource
+
+_TERMINAL_EVENT: Final[Mapping[str, type[ResponseEvent]]] = {
+    "completed": ResponseCompleted,
+    "incomplete": ResponseIncomplete,
+    "cancelled": ResponseIncomplete,
+    "failed": ResponseFailed,
 }
 
 
-def _item_events(index: int, item: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    kind = item.get("type")
-    added = {**item, "status": "in_progress"}
-    common = {"item_id": item.get("id", ""), "output_index": index}
-    if kind == "function_call":
-        yield {
-            "type": "response.output_item.added",
-            "output_index": index,
-            "item": {**added, "arguments": ""},
-        }
-        yield {"type": "response.function_call_arguments.delta", **common, "delta": item["arguments"]}
-        yield {
-            "type": "response.function_call_arguments.done",
-            **common,
-            "name": item["name"],
-            "arguments": item["arguments"],
-        }
-    elif kind in ("message", "reasoning"):
-        parts = item.get("content") or []
-        yield {"type": "response.output_item.added", "output_index": index, "item": {**added, "content": []}}
-        for c, part in enumerate(parts):
-            text = part.get("text", "")
-            delta, done = (
-                ("response.output_text.delta", "response.output_text.done")
-                if kind == "message"
-                else ("response.reasoning.delta", "response.reasoning.done")
-            )
-            added = {**part, "text": ""}
-            if "logprobs" in part:
-                added["logprobs"] = []
-            yield {"type": "response.content_part.added", **common, "content_index": c, "part": added}
-            extra: dict[str, Any] = {"logprobs": part.get("logprobs") or []} if kind == "message" else {}
-            yield {"type": delta, **common, "content_index": c, "delta": text, **extra}
-            yield {"type": done, **common, "content_index": c, "text": text, **extra}
-            yield {"type": "response.content_part.done", **common, "content_index": c, "part": part}
-        for i, part in enumerate(item.get("summary") or [] if kind == "reasoning" else []):
-            text = part.get("text", "")
-            summary = {**common, "summary_index": i}
-            yield {"type": "response.reasoning_summary_part.added", **summary, "part": {**part, "text": ""}}
-            yield {"type": "response.reasoning_summary_text.delta", **summary, "delta": text}
-            yield {"type": "response.reasoning_summary_text.done", **summary, "text": text}
-            yield {"type": "response.reasoning_summary_part.done", **summary, "part": part}
-    else:
-        yield {"type": "response.output_item.added", "output_index": index, "item": added}
-    yield {"type": "response.output_item.done", "output_index": index, "item": item}
+class _Numbering:
+    """Sequence numbers, from 0."""
+
+    def __init__(self) -> None:
+        self.next = 0
+
+    def __call__(self) -> int:
+        self.next += 1
+        return self.next - 1
 
 
-def replay_events(snapshot: dict[str, Any], *, starting_after: int | None = None) -> list[dict[str, Any]]:
-    """Events of a finished response from its snapshot, numbered from 0."""
-    early = {
-        **snapshot,
-        "status": "in_progress",
-        "output": [],
-        "usage": None,
-        "completed_at": None,
-        "error": None,
-        "incomplete_details": None,
-    }
-    events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": early},
-        {"type": "response.in_progress", "response": early},
-    ]
-    for index, item in enumerate(snapshot.get("output") or []):
-        events.extend(_item_events(index, item))
-    status = snapshot.get("status", "completed")
-    if status == "failed":
-        error = snapshot.get("error") or {}
-        events.append(
-            {
-                "type": "error",
-                "error": {
-                    "type": "server_error",
-                    "code": error.get("code"),
-                    "message": error.get("message", ""),
-                    "param": None,
-                },
-            }
+def _message_events(seq: _Numbering, index: int, item: AssistantMessage) -> Iterator[StreamEvent]:
+    for c, part in enumerate(item.content):
+        if isinstance(part, Refusal):
+            yield ContentPartAdded(seq(), item.id, index, c, Refusal(refusal=""))
+            yield RefusalDelta(seq(), item.id, index, c, part.refusal)
+            yield RefusalDone(seq(), item.id, index, c, part.refusal)
+        else:
+            logprobs = part.logprobs or ()
+            empty = OutputText(text="", annotations=(), logprobs=() if part.logprobs is not None else None)
+            yield ContentPartAdded(seq(), item.id, index, c, empty)
+            yield OutputTextDelta(seq(), item.id, index, c, part.text, logprobs)
+            yield OutputTextDone(seq(), item.id, index, c, part.text, logprobs)
+        yield ContentPartDone(seq(), item.id, index, c, part)
+
+
+def _reasoning_events(seq: _Numbering, index: int, item: ReasoningItem) -> Iterator[StreamEvent]:
+    for c, thought in enumerate(item.content or ()):
+        yield ContentPartAdded(seq(), item.id, index, c, ReasoningText(text=""))
+        yield ReasoningDelta(seq(), item.id, index, c, thought.text)
+        yield ReasoningDone(seq(), item.id, index, c, thought.text)
+        yield ContentPartDone(seq(), item.id, index, c, thought)
+    for s, part in enumerate(item.summary):
+        yield ReasoningSummaryPartAdded(seq(), item.id, index, s, part.model_copy(update={"text": ""}))
+        yield ReasoningSummaryTextDelta(seq(), item.id, index, s, part.text)
+        yield ReasoningSummaryTextDone(seq(), item.id, index, s, part.text)
+        yield ReasoningSummaryPartDone(seq(), item.id, index, s, part)
+
+
+def _item_events(seq: _Numbering, index: int, item: OutputItem) -> Iterator[StreamEvent]:
+    if isinstance(item, FunctionCall):
+        yield OutputItemAdded(
+            seq(), index, item.model_copy(update={"status": "in_progress", "arguments": ""})
         )
-    events.append({"type": _TERMINAL_EVENT.get(status, "response.completed"), "response": snapshot})
-    out = [
-        {"type": e["type"], "sequence_number": n, **{k: v for k, v in e.items() if k != "type"}}
-        for n, e in enumerate(events)
-    ]
+        yield FunctionCallArgumentsDelta(seq(), item.id, index, item.arguments)
+        yield FunctionCallArgumentsDone(seq(), item.id, index, item.name, item.arguments)
+    elif isinstance(item, AssistantMessage):
+        yield OutputItemAdded(seq(), index, item.model_copy(update={"status": "in_progress", "content": ()}))
+        yield from _message_events(seq, index, item)
+    else:
+        opened = {"status": "in_progress", "content": (), "summary": (), "encrypted_content": None}
+        yield OutputItemAdded(seq(), index, item.model_copy(update=opened))
+        yield from _reasoning_events(seq, index, item)
+    yield OutputItemDone(seq(), index, item)
+
+
+def replay(response: ResponseResource, *, starting_after: int | None = None) -> list[StreamEvent]:
+    """Events of a finished ``response``, numbered from 0 (those after ``starting_after``)."""
+    seq = _Numbering()
+    early = response.model_copy(
+        update={
+            "status": "in_progress",
+            "output": (),
+            "usage": None,
+            "completed_at": None,
+            "error": None,
+            "incomplete_details": None,
+        }
+    )
+    events: list[StreamEvent] = [ResponseCreated(seq(), early), ResponseInProgress(seq(), early)]
+    for index, item in enumerate(response.output):
+        events.extend(_item_events(seq, index, item))
+    if response.status == "failed":
+        error = response.error
+        payload = ErrorPayload(
+            type="server_error",
+            code=error.code if error is not None else None,
+            message=error.message if error is not None else "",
+        )
+        events.append(ErrorEvent(seq(), payload))
+    events.append(_TERMINAL_EVENT.get(response.status, ResponseCompleted)(seq(), response))
     if starting_after is not None:
-        out = [e for e in out if e["sequence_number"] > starting_after]
-    return out
+        events = [e for e in events if e.sequence_number > starting_after]
+    return events
+
+
+def replay_events(
+    snapshot: Mapping[str, Any],
+    *,
+    starting_after: int | None = None,
+    dialect: WireDialect = DEFAULT_DIALECT,
+) -> list[dict[str, Any]]:
+    """The events' JSON (in ``dialect``) of the response whose stored ``snapshot`` is given."""
+    return [e.to_json(dialect) for e in replay(load_resource(snapshot), starting_after=starting_after)]

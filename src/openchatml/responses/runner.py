@@ -1,8 +1,9 @@
 """One response, end to end without HTTP: conversation → prompt ids → engine → events.
 
 ``prepare(...)`` renders the prompt and settles the sampling settings (raising
-:class:`~.errors.RequestError` when the prompt does not fit the context window). The
-engine is asked for log probabilities only when ``include`` holds
+:class:`~.errors.RequestError` when the prompt does not fit the context window); it
+returns them as a :class:`Prepared`, the prompt's ids and, where the renderer wrote one,
+its text. The engine is asked for log probabilities only when ``include`` holds
 ``message.output_text.logprobs`` (as OpenAI and vLLM do), with ``top_logprobs``
 alternatives per token. ``run_events(...)`` drives the engine and yields every
 streaming event, the terminal one included. Leaving the iteration early (client gone,
@@ -14,7 +15,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from ..core.encoding import Encoding
 from ..core.messages import Conversation, Role
@@ -23,7 +24,9 @@ from ..core.tokens import CALL_ID, RETURN_ID
 from ..engines.base import Chunk, Engine, EngineError, SamplingParams
 from .errors import RequestError
 from .request import ResponseRequest
-from .stream import ResponseStream
+from .stream import EventBuilder
+from .wire.events import StreamEvent
+from .wire.resource import ErrorPayload
 
 ENDOFTEXT_ID: Final = 199999
 STOP_IDS: Final = (RETURN_ID, CALL_ID, ENDOFTEXT_ID)
@@ -33,14 +36,26 @@ _RENDER: Final = RenderConfig(profile=Profile.HARMONY, cot=CoTPolicy.DROP_FINISH
 
 
 @dataclass(frozen=True, slots=True)
+class RenderedPrompt:
+    """A conversation rendered for completion: its ids and, where the renderer wrote one
+    (a chat template), its text; Harmony renders straight to ids (``text`` ``None``)."""
+
+    ids: list[int]
+    text: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class Prepared:
-    """A prompt ready to sample: its ids and the sampling settings."""
+    """A prompt ready to sample: its ids, the sampling settings, and its text (see
+    :class:`RenderedPrompt`)."""
 
     prompt: list[int]
     params: SamplingParams
     prefix: str = ""
     """What the prompt already wrote of the answer (an opened reasoning block …), for
     parsers of chat-template models; ``""`` for Harmony."""
+    text: str | None = None
+    """The prompt's text, where the renderer wrote one."""
 
 
 def prepare(
@@ -50,7 +65,7 @@ def prepare(
     context_length: int | None,
     max_input_tokens: int | None = None,
     encoding: Encoding | None = None,
-    prompt_of: Callable[[Conversation], list[int]] | None = None,
+    prompt_of: Callable[[Conversation], RenderedPrompt] | None = None,
     stop_ids: Sequence[int] = STOP_IDS,
 ) -> Prepared:
     """Prompt ids and sampling settings for ``request``; raises :class:`RequestError`
@@ -61,12 +76,12 @@ def prepare(
     the system and developer ones (as few as leave room for ``max_output_tokens``, or for
     one token, and bring it within ``max_input_tokens``) before it is refused.
 
-    ``prompt_of`` renders a conversation to ids (default: Harmony through ``encoding``);
+    ``prompt_of`` renders a conversation (default: Harmony ids through ``encoding``);
     ``stop_ids`` end sampling (default: Harmony's).
     """
     if prompt_of is None:
-        prompt_of = Renderer(_RENDER, encoding).completion_tokens
-    prompt = prompt_of(conversation)
+        prompt_of = _harmony(Renderer(_RENDER, encoding))
+    rendered = prompt_of(conversation)
     if request.truncation == "auto":
         budget = max_input_tokens
         if context_length is not None:
@@ -74,7 +89,8 @@ def prepare(
             wanted = wanted if wanted < context_length else 1
             budget = min(context_length - wanted, budget or context_length)
         if budget is not None:
-            prompt = _truncated(prompt_of, conversation, prompt, budget)
+            rendered = _truncated(prompt_of, conversation, rendered, budget)
+    prompt = rendered.ids
     if max_input_tokens is not None and len(prompt) > max_input_tokens:
         raise RequestError(
             f"The input is {len(prompt)} tokens; this server accepts at most {max_input_tokens} "
@@ -105,33 +121,45 @@ def prepare(
         seed=request.seed,
         logprobs=(request.top_logprobs or 0) if request.wants_logprobs else None,
     )
-    return Prepared(prompt, params)
+    return Prepared(prompt, params, text=rendered.text)
+
+
+def _harmony(renderer: Renderer) -> Callable[[Conversation], RenderedPrompt]:
+    """Conversations rendered to Harmony ids by ``renderer``."""
+
+    def render(conversation: Conversation) -> RenderedPrompt:
+        return RenderedPrompt(renderer.completion_tokens(conversation))
+
+    return render
 
 
 def _truncated(
-    prompt_of: Callable[[Conversation], list[int]], conversation: Conversation, prompt: list[int], budget: int
-) -> list[int]:
+    prompt_of: Callable[[Conversation], RenderedPrompt],
+    conversation: Conversation,
+    prompt: RenderedPrompt,
+    budget: int,
+) -> RenderedPrompt:
     """``prompt`` if it has at most ``budget`` ids; else the prompt of ``conversation``
     without the fewest oldest non-system messages that brings it within budget (at least
     the last message stays; the result may still be too long)."""
-    if len(prompt) <= budget:
+    if len(prompt.ids) <= budget:
         return prompt
     messages = conversation.messages
     lead = 0
     while lead < len(messages) and messages[lead].author.role in (Role.SYSTEM, Role.DEVELOPER):
         lead += 1
 
-    def without(dropped: int) -> list[int]:
+    def without(dropped: int) -> RenderedPrompt:
         kept = messages[:lead] + messages[lead + dropped :]
         return prompt_of(Conversation(kept, conversation.header))
 
     most = len(messages) - lead - 1  # at least the last message stays
-    if most < 1 or len(without(most)) > budget:
+    if most < 1 or len(without(most).ids) > budget:
         return prompt if most < 1 else without(most)
     low, high = 1, most
     while low < high:  # the fewest dropped that fits (the prompt shrinks as more are dropped)
         middle = (low + high) // 2
-        if len(without(middle)) <= budget:
+        if len(without(middle).ids) <= budget:
             high = middle
         else:
             low = middle + 1
@@ -141,10 +169,10 @@ def _truncated(
 async def run_events(
     engine: Engine,
     prepared: Prepared,
-    stream: ResponseStream,
+    stream: EventBuilder,
     *,
     summarize: Callable[[str], AsyncGenerator[str, None]] | None = None,
-) -> AsyncIterator[dict[str, Any]]:
+) -> AsyncIterator[StreamEvent]:
     """Every event of the response: ``stream.begin()``, the ones the sampled ids cause,
     then the terminal one. An :class:`EngineError` ends the response ``failed``.
 
@@ -155,7 +183,7 @@ async def run_events(
         yield event
     reason = "length"
     stop = set(prepared.params.stop_token_ids)
-    error: dict[str, Any] | None = None
+    error: ErrorPayload | None = None
     generation = engine.generate(prepared.prompt, prepared.params)
     try:
         async for chunk in generation:
@@ -173,7 +201,7 @@ async def run_events(
                 break
     except EngineError as exc:
         reason = "error"
-        error = {"type": "model_error", "code": "model_error", "message": str(exc), "param": None}
+        error = ErrorPayload(type="model_error", code="model_error", message=str(exc))
     finally:
         await _close(generation)
     for event in stream.finish(reason, error=error):

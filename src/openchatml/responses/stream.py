@@ -1,11 +1,11 @@
 """Sampled token ids → Open Responses streaming events (sans-IO).
 
-Theory of operation. A :class:`ResponseStream` owns a lenient
+Theory of operation. An :class:`EventBuilder` owns a lenient
 :class:`~openchatml.StreamParser` started inside ``<|start|>assistant`` and a
 :class:`~.resource.ResponseState`. ``begin()`` gives ``response.created`` and
 ``response.in_progress``; ``feed(ids)`` gives the events the ids caused; ``finish(...)``
-closes whatever is open and gives the terminal event. Every event has a
-``sequence_number``, from 0, strictly increasing.
+closes whatever is open and gives the terminal event. Events are the typed
+:mod:`~.wire.events`; every one has a ``sequence_number``, from 0, strictly increasing.
 
 Each message the model writes becomes one output item, by its header:
 
@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final, Protocol
+from typing import Any, Final, Literal, Protocol
 
 from ..core.encoding import Encoding, load_encoding
 from ..core.events import ContentDelta, Header, MessageDone, MessageStarted
@@ -50,11 +50,41 @@ from ..core.tokens import FIRST_SPECIAL_ID
 from ..engines.base import TokenLogprob
 from . import ids
 from .crypto import Sealer
-from .input import REASONING_KIND
+from .input import REASONING_KIND, function_name
 from .resource import ResponseState, Usage
+from .wire.content import LogProb, OutputText, ReasoningText, SummaryText, TopLogProb
+from .wire.events import (
+    ContentPartAdded,
+    ContentPartDone,
+    ErrorEvent,
+    FunctionCallArgumentsDelta,
+    FunctionCallArgumentsDone,
+    OutputItemAdded,
+    OutputItemDone,
+    OutputTextDelta,
+    OutputTextDone,
+    ReasoningDelta,
+    ReasoningDone,
+    ReasoningSummaryPartAdded,
+    ReasoningSummaryPartDone,
+    ReasoningSummaryTextDelta,
+    ReasoningSummaryTextDone,
+    ResponseCompleted,
+    ResponseCreated,
+    ResponseEvent,
+    ResponseFailed,
+    ResponseIncomplete,
+    ResponseInProgress,
+    ResponseQueued,
+    StreamEvent,
+)
+from .wire.items import AssistantMessage, FunctionCall, ItemStatus, OutputItem, Phase, ReasoningItem
+from .wire.resource import ErrorPayload, ResponseError
 
-_FUNCTIONS: Final = "functions."
 _LOWEST_LOGPROB: Final = -9999.0
+_FAILURE: Final = ErrorPayload(type="server_error", code="server_error", message="generation failed")
+
+ItemKind = Literal["message", "reasoning", "function_call"]
 
 
 class TokenParser(Protocol):
@@ -78,18 +108,18 @@ class Vocabulary(Protocol):
 
     def token_bytes(self, token: int) -> bytes: ...
 
-    def is_text(self, token: int) -> bool: ...
+    def is_marker(self, token: int) -> bool: ...
 
 
 @dataclass(slots=True)
 class _Open:
-    """The item being written: its index in ``output``, kind and text so far."""
+    """The item being written: its index in ``output``, kind, id and text so far."""
 
     index: int
-    kind: str  # "message" | "reasoning" | "function_call"
-    item: dict[str, Any]
+    kind: ItemKind
+    item_id: str
     parts: list[str] = field(default_factory=list)
-    logprobs: list[dict[str, Any]] = field(default_factory=list)
+    logprobs: list[LogProb] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -101,7 +131,7 @@ class _ScoredText:
     scores: list[TokenLogprob]
 
 
-def item_kind(header: Header | Message) -> str | None:
+def item_kind(header: Header | Message) -> ItemKind | None:
     """``message``, ``reasoning``, ``function_call`` or ``None`` (not an output item)."""
     if header.author.role is not Role.ASSISTANT:
         return None
@@ -112,18 +142,24 @@ def item_kind(header: Header | Message) -> str | None:
     return "reasoning"
 
 
-def function_name(recipient: str) -> str:
-    """The function a recipient names: ``functions.get_weather`` → ``get_weather``."""
-    return recipient[len(_FUNCTIONS) :] if recipient.startswith(_FUNCTIONS) else recipient
+def new_item(kind: ItemKind, header: Header) -> OutputItem:
+    """The item a message of ``kind`` with ``header`` opens (``in_progress``, empty)."""
+    if kind == "function_call":
+        name = function_name(str(header.recipient))
+        return FunctionCall(call_id=ids.call_id(), name=name, arguments="", status="in_progress")
+    if kind == "message":
+        phase: Phase = "commentary" if header.channel == "commentary" else "final_answer"
+        return AssistantMessage(status="in_progress", content=(), phase=phase)
+    return ReasoningItem(status="in_progress", summary=(), content=())
 
 
-class ResponseStream:
+class EventBuilder:
     """Builds the event stream and the snapshot of one response from sampled ids.
 
     ``sealer`` seals reasoning into ``encrypted_content`` when the request includes
     ``reasoning.encrypted_content``; ``prompt_tokens`` is the prompt length, for usage;
     ``encoding`` turns ids into the text and bytes of log probabilities (default: the
-    shared o200k_harmony).
+    shared o200k_harmony); ``summaries``: each reasoning item waits for its summary.
     """
 
     def __init__(
@@ -154,7 +190,6 @@ class ResponseStream:
         self._reasoning_tokens = 0
         self._in_message = 0  # tokens of the message being read
         self._done_messages = 0
-        self._channels: list[str | None] = []
         request = state.request
         self._top: int | None = (request.top_logprobs or 0) if request.wants_logprobs else None
         self._pending: list[TokenLogprob] = []  # scores of body tokens whose text is not out yet
@@ -171,25 +206,21 @@ class ResponseStream:
         """The number the next event will carry."""
         return self._seq
 
-    def _event(self, kind: str, **fields: Any) -> dict[str, Any]:
-        event = {"type": kind, "sequence_number": self._seq, **fields}
-        self._seq += 1
-        return event
+    def _next(self) -> int:
+        seq = self._seq
+        self._seq = seq + 1
+        return seq
 
-    def _snapshot_event(self, kind: str) -> dict[str, Any]:
-        return self._event(kind, response=self.state.to_json())
+    def _snapshot(self, kind: type[ResponseEvent]) -> ResponseEvent:
+        return kind(self._next(), self.state.resource())
 
-    def begin(self) -> list[dict[str, Any]]:
+    def begin(self) -> list[StreamEvent]:
         """``response.created`` then ``response.in_progress`` (``response.queued`` first when queued)."""
-        out = []
+        out: list[StreamEvent] = [self._snapshot(ResponseCreated)]
         if self.state.status == "queued":
-            out.append(self._snapshot_event("response.created"))
-            out.append(self._snapshot_event("response.queued"))
+            out.append(self._snapshot(ResponseQueued))
             self.state.status = "in_progress"
-            out.append(self._snapshot_event("response.in_progress"))
-            return out
-        out.append(self._snapshot_event("response.created"))
-        out.append(self._snapshot_event("response.in_progress"))
+        out.append(self._snapshot(ResponseInProgress))
         return out
 
     def usage(self) -> Usage:
@@ -205,7 +236,7 @@ class ResponseStream:
 
     def feed(
         self, token_ids: Iterable[int], logprobs: Sequence[TokenLogprob] | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[StreamEvent]:
         """The events caused by more sampled ids. ``logprobs``: one record per id (an
         engine chunk's), used when the request includes ``message.output_text.logprobs``;
         raises ``ValueError`` when their count differs from the ids'."""
@@ -259,7 +290,7 @@ class ResponseStream:
 
     def _is_text(self, token: int) -> bool:
         if self._vocabulary is not None:
-            return self._vocabulary.is_text(token)
+            return not self._vocabulary.is_marker(token)
         return 0 <= token < FIRST_SPECIAL_ID
 
     def _count_finished(self, parser: TokenParser) -> None:
@@ -269,8 +300,8 @@ class ResponseStream:
             self._reasoning_tokens += self._in_message
         self._in_message = 0
 
-    def _translate(self, events: Iterable[object]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
+    def _translate(self, events: Iterable[object]) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
         pending = events if isinstance(events, list) else list(events)
         if self._due is not None:  # nothing moves on until the summary is written
             self._held += pending
@@ -296,111 +327,68 @@ class ResponseStream:
 
     # --- items ------------------------------------------------------------------------
 
-    def _start(self, header: Header) -> list[dict[str, Any]]:
+    def _start(self, header: Header) -> list[StreamEvent]:
         out = self._close("incomplete") if self._open is not None else []
         kind = item_kind(header)
         if kind is None:
             return out
         index = len(self.state.output)
-        item: dict[str, Any]
-        if kind == "function_call":
-            item = {
-                "id": ids.function_call_id(),
-                "type": "function_call",
-                "status": "in_progress",
-                "call_id": ids.call_id(),
-                "name": function_name(str(header.recipient)),
-                "arguments": "",
-            }
-        elif kind == "message":
-            phase = "commentary" if header.channel == "commentary" else "final_answer"
-            item = {
-                "id": ids.message_id(),
-                "type": "message",
-                "status": "in_progress",
-                "role": "assistant",
-                "content": [],
-                "phase": phase,
-            }
-        else:
-            item = {
-                "id": ids.reasoning_id(),
-                "type": "reasoning",
-                "status": "in_progress",
-                "summary": [],
-                "content": [],
-            }
+        item = new_item(kind, header)
         self.state.output.append(item)
-        self._open = _Open(index, kind, item)
-        out.append(self._event("response.output_item.added", output_index=index, item=_copy(item)))
-        if kind == "message" or kind == "reasoning":
-            out.append(self._part_event("response.content_part.added", _text_part(kind, "")))
+        self._open = _Open(index, kind, item.id)
+        out.append(OutputItemAdded(self._next(), index, item))
+        if kind == "message":
+            out.append(ContentPartAdded(self._next(), item.id, index, 0, OutputText(text="", logprobs=())))
+        elif kind == "reasoning":
+            out.append(ContentPartAdded(self._next(), item.id, index, 0, ReasoningText(text="")))
         return out
 
-    def _part_event(self, kind: str, part: dict[str, Any]) -> dict[str, Any]:
-        current = self._open
-        assert current is not None
-        return self._event(
-            kind, item_id=current.item["id"], output_index=current.index, content_index=0, part=part
-        )
-
-    def _delta(self, text: str, scores: Sequence[TokenLogprob] = ()) -> list[dict[str, Any]]:
+    def _delta(self, text: str, scores: Sequence[TokenLogprob] = ()) -> list[StreamEvent]:
         current = self._open
         if current is None or not text:
             return []
         current.parts.append(text)
-        common = {"item_id": current.item["id"], "output_index": current.index}
-        if current.kind == "function_call":
-            return [self._event("response.function_call_arguments.delta", **common, delta=text)]
-        if current.kind == "message":
-            logprobs = self._logprobs_json(scores) if scores else []
-            current.logprobs += logprobs
-            return [
-                self._event(
-                    "response.output_text.delta", **common, content_index=0, delta=text, logprobs=logprobs
-                )
-            ]
-        return [self._event("response.reasoning.delta", **common, content_index=0, delta=text)]
+        kind = current.kind
+        if kind == "message":
+            logprobs = self._logprobs(scores) if scores else ()
+            if logprobs:
+                current.logprobs += logprobs
+            return [OutputTextDelta(self._next(), current.item_id, current.index, 0, text, logprobs)]
+        if kind == "function_call":
+            return [FunctionCallArgumentsDelta(self._next(), current.item_id, current.index, text)]
+        return [ReasoningDelta(self._next(), current.item_id, current.index, 0, text)]
 
-    def _close(self, status: str) -> list[dict[str, Any]]:
+    def _close(self, status: ItemStatus) -> list[StreamEvent]:
         current = self._open
         if current is None:
             return []
         self._open = None
         text = "".join(current.parts)
-        item = current.item
-        common = {"item_id": item["id"], "output_index": current.index}
-        out: list[dict[str, Any]] = []
-        if current.kind == "function_call":
-            item["arguments"] = text
-            out.append(
-                self._event(
-                    "response.function_call_arguments.done", **common, name=item["name"], arguments=text
-                )
-            )
+        index, item_id = current.index, current.item_id
+        item = self.state.output[index]
+        out: list[StreamEvent] = []
+        if isinstance(item, FunctionCall):
+            item = item.model_copy(update={"arguments": text, "status": status})
+            out.append(FunctionCallArgumentsDone(self._next(), item_id, index, item.name, text))
+        elif isinstance(item, AssistantMessage):
+            logprobs = tuple(current.logprobs)
+            part = OutputText(text=text, logprobs=logprobs)
+            out.append(OutputTextDone(self._next(), item_id, index, 0, text, logprobs))
+            out.append(ContentPartDone(self._next(), item_id, index, 0, part))
+            item = item.model_copy(update={"content": (part,), "status": status})
         else:
-            part = _text_part(current.kind, text, current.logprobs)
-            if current.kind == "message":
-                out.append(
-                    self._event(
-                        "response.output_text.done",
-                        **common,
-                        content_index=0,
-                        text=text,
-                        logprobs=list(current.logprobs),
-                    )
-                )
-            else:
-                out.append(self._event("response.reasoning.done", **common, content_index=0, text=text))
-            out.append(self._event("response.content_part.done", **common, content_index=0, part=dict(part)))
-            item["content"] = [part]
-            if current.kind == "reasoning" and self._sealer is not None:
-                item["encrypted_content"] = self._sealer.seal(REASONING_KIND, {"text": text})
-        item["status"] = status
+            thought = ReasoningText(text=text)
+            out.append(ReasoningDone(self._next(), item_id, index, 0, text))
+            out.append(ContentPartDone(self._next(), item_id, index, 0, thought))
+            sealed = self._sealer.seal(REASONING_KIND, {"text": text}) if self._sealer is not None else None
+            item = item.model_copy(
+                update={"content": (thought,), "status": status, "encrypted_content": sealed}
+            )
+        self.state.output[index] = item
         if current.kind == "reasoning" and self._summaries and text.strip():
             self._due = current  # output_item.done once its summary is written
             return out
-        out.append(self._event("response.output_item.done", output_index=current.index, item=_copy(item)))
+        out.append(OutputItemDone(self._next(), index, item))
         return out
 
     # --- reasoning summaries ----------------------------------------------------------
@@ -411,55 +399,50 @@ class ResponseStream:
         translated meanwhile), or ``None``."""
         return "".join(self._due.parts) if self._due is not None else None
 
-    def summary_delta(self, text: str) -> list[dict[str, Any]]:
+    def summary_delta(self, text: str) -> list[StreamEvent]:
         """The events of the next piece of the due summary (the part's ``added`` first)."""
         current = self._due
         if current is None or not text:
             return []
-        out = []
-        common = {"item_id": current.item["id"], "output_index": current.index, "summary_index": 0}
+        out: list[StreamEvent] = []
         if self._summary is None:
             self._summary = []
-            part = {"type": "summary_text", "text": ""}
-            out.append(self._event("response.reasoning_summary_part.added", **common, part=part))
+            empty = SummaryText(text="")
+            out.append(ReasoningSummaryPartAdded(self._next(), current.item_id, current.index, 0, empty))
         self._summary.append(text)
-        out.append(self._event("response.reasoning_summary_text.delta", **common, delta=text))
+        out.append(ReasoningSummaryTextDelta(self._next(), current.item_id, current.index, 0, text))
         return out
 
-    def summary_done(self) -> list[dict[str, Any]]:
+    def summary_done(self) -> list[StreamEvent]:
         """End the due summary: its ``done`` events, the reasoning item's
         ``output_item.done``, then the events held back meanwhile."""
         current = self._due
         if current is None:
             return []
         self._due = None
-        out = []
-        item = current.item
+        out: list[StreamEvent] = []
+        index, item_id = current.index, current.item_id
+        item = self.state.output[index]
         if self._summary is not None:
             text = "".join(self._summary).strip()
-            part = {"type": "summary_text", "text": text}
-            common = {"item_id": item["id"], "output_index": current.index, "summary_index": 0}
-            out.append(self._event("response.reasoning_summary_text.done", **common, text=text))
-            out.append(self._event("response.reasoning_summary_part.done", **common, part=dict(part)))
-            item["summary"] = [part]
+            part = SummaryText(text=text)
+            out.append(ReasoningSummaryTextDone(self._next(), item_id, index, 0, text))
+            out.append(ReasoningSummaryPartDone(self._next(), item_id, index, 0, part))
+            item = item.model_copy(update={"summary": (part,)})
+            self.state.output[index] = item
         self._summary = None
-        out.append(self._event("response.output_item.done", output_index=current.index, item=_copy(item)))
+        out.append(OutputItemDone(self._next(), index, item))
         held, self._held = self._held, []
         return out + self._translate(held)
 
     # --- the end ----------------------------------------------------------------------
 
-    def finish(
-        self,
-        reason: str,
-        *,
-        error: dict[str, Any] | None = None,
-    ) -> list[dict[str, Any]]:
+    def finish(self, reason: str, *, error: ErrorPayload | None = None) -> list[StreamEvent]:
         """Close the stream: ``reason`` is ``stop`` (a stop token), ``length``
-        (``max_output_tokens``), ``cancelled`` or ``error`` (with the ``error`` payload
-        ``{type, code, message, param}``). Gives the last events, ending in
-        ``response.completed`` / ``.incomplete`` / ``.failed``; cancellation ends in
-        ``response.incomplete`` with the status ``cancelled`` in the snapshot.
+        (``max_output_tokens``), ``cancelled`` or ``error`` (with its ``error``). Gives the
+        last events, ending in ``response.completed`` / ``.incomplete`` / ``.failed``;
+        cancellation ends in ``response.incomplete`` with the status ``cancelled`` in the
+        snapshot.
         """
         if self.finished:
             return []
@@ -473,38 +456,32 @@ class ResponseStream:
             events, closing = [], events
             self._pair(closing, events)
         out = early + self._translate(events)
-        cut = reason != "stop"
-        out += self._close("incomplete" if cut else "completed")
+        out += self._close("completed" if reason == "stop" else "incomplete")
         state = self.state
         state.usage = self.usage()
         if reason == "stop":
             state.finish("completed")
-            out.append(self._snapshot_event("response.completed"))
-        elif reason == "length":
-            state.finish("incomplete", reason="max_output_tokens")
-            out.append(self._snapshot_event("response.incomplete"))
-        elif reason == "cancelled":
-            state.finish("cancelled")
-            out.append(self._snapshot_event("response.incomplete"))
+            out.append(self._snapshot(ResponseCompleted))
+        elif reason in ("length", "cancelled"):
+            if reason == "length":
+                state.finish("incomplete", reason="max_output_tokens")
+            else:
+                state.finish("cancelled")
+            out.append(self._snapshot(ResponseIncomplete))
         else:
-            payload = error or {
-                "type": "server_error",
-                "code": "server_error",
-                "message": "generation failed",
-                "param": None,
-            }
-            out.append(self._event("error", error=payload))
+            payload = error or _FAILURE
+            out.append(ErrorEvent(self._next(), payload))
             state.finish(
-                "failed", error={"code": payload.get("code") or "server_error", "message": payload["message"]}
+                "failed", error=ResponseError(code=payload.code or "server_error", message=payload.message)
             )
-            out.append(self._snapshot_event("response.failed"))
+            out.append(self._snapshot(ResponseFailed))
         return out
 
     # --- log probabilities ------------------------------------------------------------
 
-    def _logprobs_json(self, scores: Iterable[TokenLogprob]) -> list[dict[str, Any]]:
-        """``LogProb`` objects for ``scores``, each with ``top_logprobs`` alternatives."""
-        table: Any
+    def _logprobs(self, scores: Iterable[TokenLogprob]) -> tuple[LogProb, ...]:
+        """``LogProb`` s for ``scores``, each with ``top_logprobs`` alternatives."""
+        table: Sequence[bytes] | Vocabulary
         if self._vocabulary is not None:
             table = self._vocabulary
         else:
@@ -512,38 +489,28 @@ class ResponseStream:
                 self._encoding = load_encoding()
             table = self._encoding.token_bytes
         top = self._top or 0
-        out = []
-        for score in scores:
-            record = _token_json(table, score.id, score.logprob)
-            record["top_logprobs"] = [_token_json(table, t, lp) for t, lp in score.top[:top]]
-            out.append(record)
-        return out
+        return tuple(
+            LogProb(
+                *_token(table, score.id, score.logprob),
+                tuple(TopLogProb(*_token(table, t, lp)) for t, lp in score.top[:top]),
+            )
+            for score in scores
+        )
 
 
-def _token_json(table: Sequence[bytes] | Vocabulary, token: int, logprob: float) -> dict[str, Any]:
-    """``{token, logprob, bytes}`` of one id (an id outside ``table`` has no bytes)."""
+def _token(
+    table: Sequence[bytes] | Vocabulary, token: int, logprob: float
+) -> tuple[str, float, tuple[int, ...]]:
+    """``(token, logprob, bytes)`` of one id (an id outside ``table`` has no bytes)."""
     if isinstance(table, Sequence):
         raw = table[token] if 0 <= token < len(table) else b""
     else:
         raw = table.token_bytes(token)
-    return {
-        "token": raw.decode("utf-8", "replace"),
-        "logprob": logprob if logprob >= _LOWEST_LOGPROB else _LOWEST_LOGPROB,
-        "bytes": list(raw),
-    }
+    return (
+        raw.decode("utf-8", "replace"),
+        logprob if logprob >= _LOWEST_LOGPROB else _LOWEST_LOGPROB,
+        tuple(raw),
+    )
 
 
-def _text_part(kind: str, text: str, logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-    if kind == "message":
-        return {"type": "output_text", "text": text, "annotations": [], "logprobs": list(logprobs or ())}
-    return {"type": "reasoning_text", "text": text}
-
-
-def _copy(item: dict[str, Any]) -> dict[str, Any]:
-    out = dict(item)
-    if "content" in out:
-        out["content"] = [dict(p) for p in out["content"]]
-    return out
-
-
-__all__ = ["ResponseStream", "function_name", "item_kind"]
+__all__ = ["EventBuilder", "item_kind", "new_item"]

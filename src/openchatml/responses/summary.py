@@ -26,8 +26,10 @@ from ..engines.base import Engine, EngineError
 from .dialect import Dialect
 from .errors import RequestError
 from .input import PromptSettings, build_conversation
-from .request import parse_request
+from .request import ResponseRequest
 from .stream import TokenParser, item_kind
+from .wire.content import InputText
+from .wire.items import UserMessage
 
 log = logging.getLogger("openchatml.server")
 
@@ -65,18 +67,16 @@ async def summary_deltas(
     text = reasoning.strip()[-MAX_REASONING_CHARS:]
     if not text:
         return
-    request = parse_request(
-        {
-            "input": text,
-            "instructions": INSTRUCTIONS[detail],
-            "reasoning": {"effort": "none"},
-            "max_output_tokens": MAX_TOKENS[detail],
-            "temperature": 0,
-            "store": False,
-        }
+    request = ResponseRequest(
+        items=(UserMessage(content=(InputText(text=text),)),),
+        instructions=INSTRUCTIONS[detail],
+        reasoning_effort="none",
+        max_output_tokens=MAX_TOKENS[detail],
+        temperature=0.0,
+        store=False,
     )
     try:
-        conversation = build_conversation(request, request.input, settings=settings)
+        conversation = build_conversation(request, request.items, settings=settings)
         prepared = dialect.prepare(request, conversation, context_length=engine.info.context_length)
     except RequestError as exc:
         log.info("no reasoning summary: %s", exc)

@@ -19,10 +19,12 @@ from ..responses.crypto import Sealer
 from ..responses.dialect import TemplateDialect
 from ..responses.input import PromptSettings
 from .admission import Admission
-from .app import Limits, create_app
+from .app import create_app
 from .auth import KeyChecker
 from .config import ConfigError, ServerConfig, open_engine, open_store, sealing_key
-from .service import ResponseService, ServiceSettings
+from .limits import Limits
+from .service import ResponseService
+from .settings import ServiceSettings
 
 __all__ = ["ConfigError", "ServerConfig", "build", "serve"]
 
@@ -54,7 +56,10 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
         dialect=dialect,
         sealer=Sealer(sealing_key(config.home)),
         settings=ServiceSettings(
-            prompt=PromptSettings(), limits=config.request_limits, ttl_seconds=config.ttl_seconds
+            prompt=PromptSettings(),
+            limits=config.request_limits,
+            ttl_seconds=config.ttl_seconds,
+            wire=config.wire,
         ),
         admission=Admission(config.running_limit(), config.max_queued, config.max_per_key),
     )

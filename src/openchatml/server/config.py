@@ -1,7 +1,7 @@
 """``openchatml serve``'s settings, and building an app from them.
 
 :class:`ServerConfig` holds every option; :func:`open_engine` loads the engine it names
-(``tiny``, a local folder or hub id through transformers, or an upstream
+(a demo model such as ``tiny-random``, a local folder or hub id through transformers, or an upstream
 ``/v1/completions`` server); :func:`open_store` the store (SQLite file, PostgreSQL URL,
 or none); :func:`sealing_key` the key that seals ``encrypted_content`` (from the
 environment, a file, or created once in the data directory).
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from ..demo_models.catalog import ensure_demo_model, is_demo_model
 from ..engines.base import Engine, EngineError
 from ..responses.crypto import KEY_BYTES, new_key
 from ..responses.limits import DEFAULT_LIMITS, RequestLimits
@@ -28,7 +29,6 @@ RUNNING_IN_PROCESS: Final = 1
 at a time: more would only wait on it, outside the queue's order)."""
 RUNNING_UPSTREAM: Final = 16
 """Responses generating at once by default over an upstream server."""
-TINY: Final = "tiny"
 KEY_ENV: Final = "OPENCHATML_SECRET_KEY"
 
 
@@ -68,6 +68,8 @@ class ServerConfig:
     """The bounds on one request's work (items, tools, nesting, history, input tokens)."""
     ttl_seconds: int | None = 30 * 24 * 3600
     served_name: str | None = None
+    wire: str = "auto"
+    """The wire dialect of answers: ``auto`` (by the client), ``openai`` or ``openresponses``."""
 
     @property
     def engine_name(self) -> str:
@@ -90,38 +92,35 @@ class ConfigError(Exception):
 async def open_engine(config: ServerConfig) -> Engine:
     """The engine ``config`` names. Raises :class:`ConfigError` with a one-line hint."""
     if config.upstream:
+        from ..engines.tokenizer import HFTokenizer
         from ..engines.upstream import UpstreamEngine
 
         try:
-            engine: Engine = await UpstreamEngine.connect(
-                config.upstream, model=config.served_name, api_key=config.upstream_api_key
+            tokenizer = None if config.tokenizer is None else HFTokenizer.load(config.tokenizer)
+        except EngineError as exc:
+            raise ConfigError(str(exc)) from None
+        try:
+            return await UpstreamEngine.connect(
+                config.upstream,
+                model=config.served_name,
+                api_key=config.upstream_api_key,
+                tokenizer=tokenizer,
             )
         except EngineError as exc:
             raise ConfigError(f"cannot reach the upstream engine at {config.upstream}: {exc}") from None
-        if config.tokenizer is None:
-            return engine
-        from ..engines.tokenized import with_tokenizer
-
-        try:
-            return with_tokenizer(engine, config.tokenizer)
-        except EngineError as exc:
-            await engine.aclose()
-            raise ConfigError(str(exc)) from None
     from ..engines.transformers import TransformersEngine
 
     model: str | Path = config.model
     name = config.served_name
-    if config.model == TINY:
-        from ..demo_models.tiny_random import ensure_tiny_model
-
-        model = ensure_tiny_model(config.home)
-        name = name or TINY
+    if is_demo_model(config.model):
+        model = ensure_demo_model(config.model, config.home)
+        name = name or config.model
     try:
         return TransformersEngine.load(model, device=config.device, model_id=name)
     except EngineError as exc:
         reason = str(exc).splitlines()[0].rstrip(".")
         hint = (
-            f"{reason}. Pass --model tiny for an offline smoke test, --model PATH for a local model "
+            f"{reason}. Pass --model tiny-random for an offline smoke test, --model PATH for a local model "
             "folder, or --upstream URL to serve through a vLLM or llama.cpp server."
         )
         raise ConfigError(hint) from None

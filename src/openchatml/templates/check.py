@@ -24,16 +24,17 @@ from .analysis import analyze
 from .environment import ChatTemplate
 from .errors import TemplateError
 from .format import ReasoningMode, TemplateFormat
-from .output import OutputParser, open_parser
-from .parser import (
-    CONTENT,
-    REASONING,
-    TOOL_ARGUMENTS,
-    TOOL_CALL,
+from .parsing import (
+    ContentText,
     Delta,
+    OutputParser,
     ParsedMessage,
     ParseOptions,
+    ReasoningText,
+    ToolArgumentsText,
     ToolCall,
+    ToolCallStarted,
+    open_parser,
 )
 from .prompt import output_prefix
 
@@ -166,18 +167,18 @@ def _streamed(make: Any, text: str, whole: ParsedMessage) -> list[str]:
 def _deltas_add_up(start: ParsedMessage, deltas: Sequence[Delta], final: ParsedMessage) -> list[str]:
     """Whether the deltas, after what the prefix held, make up ``final``."""
     problems = []
-    for kind, before, after in (
-        (CONTENT, start.content, final.content),
-        (REASONING, start.reasoning, final.reasoning),
+    for kind, text_delta, before, after in (
+        ("content", ContentText, start.content, final.content),
+        ("reasoning", ReasoningText, start.reasoning, final.reasoning),
     ):
-        joined = before + "".join(d.text for d in deltas if d.kind == kind)
+        joined = before + "".join(d.text for d in deltas if isinstance(d, text_delta))
         if joined != after:
             problems.append(f"the {kind} deltas add up to {joined!r}, not {after!r}")
     arguments: dict[int, list[str]] = {}
     for delta in deltas:
-        if delta.kind == TOOL_CALL:
+        if isinstance(delta, ToolCallStarted):
             arguments.setdefault(delta.index, [])
-        elif delta.kind == TOOL_ARGUMENTS:
+        elif isinstance(delta, ToolArgumentsText):
             arguments.setdefault(delta.index, []).append(delta.text)
     for index, call in enumerate(final.tool_calls):
         if index >= len(start.tool_calls) and "".join(arguments.get(index, [])) != call.arguments:

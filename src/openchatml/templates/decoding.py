@@ -3,19 +3,28 @@
 :class:`TemplateTokenParser` offers what the Harmony :class:`~openchatml.core.parse.StreamParser`
 offers a consumer of token ids (``process``, ``events``, ``messages``, ``close``), so the
 Open Responses layer treats every model alike. Inside, an :class:`IncrementalDecoder`
-turns ids into text (a character cut between ids waits for its last byte), an
-:class:`~.output.OutputParser` turns text into :class:`~.parser.Delta` s, and each run of
-deltas becomes one OpenChatML message: reasoning on ``analysis``, the answer on
-``final``, each tool call on ``commentary`` addressed ``to=functions.NAME``
+turns ids into text through the model's tokenizer (a character cut between ids waits for
+its last byte), an :class:`~.parsing.OutputParser` turns text into :mod:`~.parsing.deltas`,
+and each run of deltas becomes one OpenChatML message: reasoning on ``analysis``, the
+answer on ``final``, each tool call on ``commentary`` addressed ``to=functions.NAME``
 (``<|constrain|>json``). Whitespace at the start and end of reasoning and answers is
 dropped (trailing whitespace is held until more text follows). A message closed because
 the output ended after an end-of-turn id is complete (``<|end|>``); one the output left
 open (``max_output_tokens``, cancellation) is not (terminator ``None``).
+
+Only marker ids are markers: a model may spell ``<tool_call>`` or ``<|im_end|>`` in
+ordinary ids (repeating a user's text), and that text stays text. :class:`SpelledMarkers`
+swaps the first character of each such spelling for a private-use stand-in before the
+output parser reads it (holding back a text's end that may begin one until the next
+text), and the stand-ins are turned back in what the parser reports.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Final
 
 from ..core.content import TextContent
@@ -23,12 +32,24 @@ from ..core.events import ContentDelta, Event, Header, MessageDone, MessageStart
 from ..core.messages import Author, Message, Role
 from ..core.tokens import ControlToken
 from .format import TemplateFormat
-from .output import OutputParser, open_parser
-from .parser import CONTENT, REASONING, TOOL_ARGUMENTS, TOOL_CALL, Delta, ParseOptions
+from .model_tokenizer import ModelTokenizer
+from .parsing import (
+    ContentText,
+    Delta,
+    OutputParser,
+    ParseOptions,
+    ReasoningText,
+    ToolArgumentsText,
+    ToolCallStarted,
+    open_parser,
+)
 
 _REPLACEMENT: Final = "\ufffd"
 _WINDOW: Final = 6
 """Ids decoded before the new ones, so that a tokenizer's spacing rules see context."""
+_STAND_INS: Final = 0xF0000
+"""The first of the private-use characters (plane 15) that stand in for a spelled
+marker's first character."""
 
 
 class IncrementalDecoder:
@@ -74,10 +95,86 @@ class IncrementalDecoder:
         self._prefix = max(0, self._read - _WINDOW)
 
 
+@dataclass(frozen=True, slots=True)
+class _Spellings:
+    """The markers a tokenizer has, compiled for :class:`SpelledMarkers`."""
+
+    pattern: re.Pattern[str] | None
+    """Any marker (leftmost-longest)."""
+    notable: re.Pattern[str] | None
+    """A character that begins a marker, or a stand-in: text without one passes as it is."""
+    heads: frozenset[str]
+    """Every proper prefix of a marker."""
+    longest: int
+    swap: dict[str, str]
+    """A marker's first character → its stand-in."""
+    back: dict[int, str]
+    """A stand-in's code point → its character (for ``str.translate``)."""
+    own: dict[int, str]
+    """A stand-in's code point → U+FFFD, for stand-ins in the model's own text."""
+
+
+@lru_cache(maxsize=16)
+def _spellings(markers: tuple[str, ...]) -> _Spellings:
+    texts = sorted({m for m in markers if m.strip()}, key=len, reverse=True)
+    swap = {c: chr(_STAND_INS + k) for k, c in enumerate(sorted({m[0] for m in texts}))}
+    notable = "".join(re.escape(c) for c in [*swap, *swap.values()])
+    return _Spellings(
+        pattern=re.compile("|".join(re.escape(m) for m in texts)) if texts else None,
+        notable=re.compile(f"[{notable}]") if notable else None,
+        heads=frozenset(m[:k] for m in texts for k in range(1, len(m))),
+        longest=max((len(m) for m in texts), default=0),
+        swap=swap,
+        back={ord(s): c for c, s in swap.items()},
+        own={ord(s): _REPLACEMENT for s in swap.values()},
+    )
+
+
+class SpelledMarkers:
+    """Markers spelled in ordinary text, made text (see the module docstring).
+
+    ``text(piece)`` gives the text of ``piece`` (appended to the pieces before) that can
+    no longer become part of a spelling, each whole spelling's first character swapped
+    for its stand-in; ``flush()`` what is held back; ``back(text)`` turns stand-ins back
+    into their characters. A stand-in the model itself wrote is read as U+FFFD."""
+
+    def __init__(self, markers: Iterable[str]) -> None:
+        self._table = _spellings(tuple(markers))
+        self._held = ""
+
+    def text(self, piece: str) -> str:
+        """What of ``piece`` is certain, spellings of markers made text."""
+        table = self._table
+        if table.pattern is None or table.notable is None:
+            return piece
+        if not self._held and table.notable.search(piece) is None:
+            return piece
+        swap = table.swap
+        held = table.pattern.sub(
+            lambda m: swap[m.group()[0]] + m.group()[1:], self._held + piece.translate(table.own)
+        )
+        keep = 0
+        for size in range(min(table.longest - 1, len(held)), 0, -1):
+            if held[-size:] in table.heads:
+                keep = size
+                break
+        self._held = held[len(held) - keep :]
+        return held[: len(held) - keep]
+
+    def flush(self) -> str:
+        """The text held back (it begins no marker that can still be completed)."""
+        held, self._held = self._held, ""
+        return held
+
+    def back(self, text: str) -> str:
+        """``text`` with the stand-ins turned back into their characters."""
+        return text.translate(self._table.back) if self._table.back else text
+
+
 class TemplateTokenParser:
     """Ids sampled by a model written in ``fmt`` → core parser events (see the module
-    docstring). ``decode`` is the tokenizer's ``decode``; ``stop_ids`` the ids that end a
-    turn; ``options`` those of the output parser (tools, prefix …)."""
+    docstring). ``tokenizer`` is the model's; ``stop_ids`` the ids that end a turn;
+    ``options`` those of the output parser (tools, prefix …)."""
 
     headers_are_text = False
     """A message begins at a marker (a control token) or at its own text: the text
@@ -87,13 +184,15 @@ class TemplateTokenParser:
     def __init__(
         self,
         fmt: TemplateFormat,
-        decode: Callable[[Sequence[int]], str],
+        tokenizer: ModelTokenizer,
         *,
         stop_ids: Sequence[int] = (),
         options: ParseOptions | None = None,
     ) -> None:
         self._output: OutputParser = open_parser(fmt, options)
-        self._decoder = IncrementalDecoder(decode)
+        self._tokenizer = tokenizer
+        self._decoder = IncrementalDecoder(tokenizer.decode)
+        self._spelled = SpelledMarkers(tokenizer.markers)
         self._stops = frozenset(stop_ids)
         self._stopped = False
         self._closed = False
@@ -115,10 +214,18 @@ class TemplateTokenParser:
             return
         if token in self._stops:
             self._stopped = True
-            self._take(self._output.feed(self._decoder.flush()))
+            self._read(self._decoder.flush(), end=True)
             return
         text = self._decoder.feed((token,))
-        if text:
+        if not self._tokenizer.is_marker(token):
+            self._read(text)
+            return
+        marker = self._tokenizer.decode((token,))
+        if text.endswith(marker):  # the ordinary ids' text, then the marker's own
+            self._read(text[: len(text) - len(marker)], end=True)
+            self._take(self._output.feed(marker))
+        else:
+            self._read("", end=True)
             self._take(self._output.feed(text))
 
     def feed_tokens(self, tokens: Sequence[int]) -> list[Event]:
@@ -137,39 +244,49 @@ class TemplateTokenParser:
         if not self._closed:
             self._closed = True
             if not self._stopped:
-                self._take(self._output.feed(self._decoder.flush()))
+                self._read(self._decoder.flush(), end=True)
             self._take(self._output.finish())
             self._end(complete=self._stopped)
         return self.events()
 
+    def _read(self, text: str, *, end: bool = False) -> None:
+        """Give the output parser ``text`` decoded from ordinary ids (``end``: and what
+        was held back, as a marker id or the end follows)."""
+        text = self._spelled.text(text)
+        if end:
+            text += self._spelled.flush()
+        if text:
+            self._take(self._output.feed(text))
+
     # --- deltas → messages ------------------------------------------------------------
 
     def _take(self, deltas: list[Delta]) -> None:
+        back = self._spelled.back
         for delta in deltas:
-            kind = delta.kind
-            if kind == TOOL_CALL:
-                self._end(complete=True)
-                self._open(
-                    Header(
-                        Author(Role.ASSISTANT),
-                        channel="commentary",
-                        recipient=f"functions.{delta.name}",
-                        content_type="json",
-                        constrained=True,
-                        call_id=delta.id or None,
-                    ),
-                    TOOL_ARGUMENTS,
-                )
-                self._call = delta.index
-            elif kind == TOOL_ARGUMENTS:
-                if self._kind == TOOL_ARGUMENTS and delta.index == self._call:
-                    self._say(delta.text, strip=False)
-            elif kind in (CONTENT, REASONING):
-                if self._kind != kind:
+            match delta:
+                case ToolCallStarted():
                     self._end(complete=True)
-                    channel = "analysis" if kind == REASONING else "final"
-                    self._open(Header(Author(Role.ASSISTANT), channel=channel), kind)
-                self._say(delta.text, strip=True)
+                    self._open(
+                        Header(
+                            Author(Role.ASSISTANT),
+                            channel="commentary",
+                            recipient=f"functions.{back(delta.name)}",
+                            content_type="json",
+                            constrained=True,
+                            call_id=back(delta.id) or None,
+                        ),
+                        "commentary",
+                    )
+                    self._call = delta.index
+                case ToolArgumentsText():
+                    if self._kind == "commentary" and delta.index == self._call:
+                        self._say(back(delta.text), strip=False)
+                case ContentText() | ReasoningText():
+                    channel = "analysis" if isinstance(delta, ReasoningText) else "final"
+                    if self._kind != channel:
+                        self._end(complete=True)
+                        self._open(Header(Author(Role.ASSISTANT), channel=channel), channel)
+                    self._say(back(delta.text), strip=True)
 
     def _open(self, header: Header, kind: str) -> None:
         self._header, self._kind = header, kind

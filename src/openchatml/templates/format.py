@@ -2,8 +2,8 @@
 content and tool calls, and how a tool call is spelled.
 
 A :class:`TemplateFormat` is derived from a template by differential analysis
-(:mod:`.analysis`), can be patched by data (:mod:`.patches`), is serialisable to JSON
-(``to_json`` / ``from_json``), and is all a parser (:mod:`.parser`) or a grammar
+(:mod:`.analysis`), can be patched by data (:mod:`.analysis.patches`), is serialisable to JSON
+(``to_json`` / ``from_json``), and is all a parser (:mod:`.parsing`) or a grammar
 (:mod:`.grammar`) needs. Every marker is a literal string; ``""`` means "none".
 
 How a tool call is spelled (``ToolCallFormat.syntax``):
@@ -197,7 +197,7 @@ class TemplateFormat:
     preserved_tokens: tuple[str, ...] = ()
     """Every marker above, for tokenizers and grammars."""
     patches: tuple[str, ...] = ()
-    """Names of the data patches applied (:mod:`.patches`)."""
+    """Names of the data patches applied (:mod:`.analysis.patches`)."""
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready dict (enums as their values, tuples as lists)."""

@@ -106,7 +106,7 @@ def _tools_of(messages: Sequence[Message]) -> list[dict[str, Any]] | None:
     return found
 
 
-class _Builder:
+class _HFMessages:
     """Groups consecutive OpenChatML assistant messages into HF assistant messages."""
 
     def __init__(self) -> None:
@@ -196,7 +196,7 @@ def template_messages(
       ``{"type": "function", "function": {"name", "description", "parameters"}}``.
     """
     messages = list(conversation)
-    builder = _Builder()
+    builder = _HFMessages()
     system_texts: list[str] = []
     leading = True
     for message in messages:

@@ -1,12 +1,12 @@
-"""Prompt text → token ids with a Hugging Face tokenizer, where no text of the request can
-become a control token.
+"""Prompt text → token ids with the model's tokenizer (a :class:`~.model_tokenizer.ModelTokenizer`),
+where no text of the request can become a control token.
 
 A tokenizer matches its added tokens (``<|im_start|>``, ``<think>``, ``<tool_call>`` …)
 anywhere in the text it encodes, so encoding a rendered prompt whole would turn a user's
 literal ``<|im_start|>`` into the real marker, wherever the template put it: message
 text, reasoning, tool descriptions and JSON schemas (keys included), call names, ids and
 arguments, tool outputs, template variables. (Added tokens that are runs of whitespace
-are not markers here: they are text wherever they come from.)
+are not markers: they are text wherever they come from.)
 
 Theory of operation. Every string of the template's input (messages, tools, variables;
 not the roles and ``type`` tags this package writes itself) is data. :func:`prompt_ids`
@@ -51,11 +51,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from ..core.messages import Conversation, Message
 from .environment import ChatTemplate
 from .errors import TemplateRenderError
+from .model_tokenizer import ModelTokenizer
 from .prompt import render_prompt, template_messages
 
 _STAND_INS: Final = range(0xE000, 0xF900)
@@ -70,19 +71,6 @@ _OWN: Final = ("thinking", "reasoning", "add_generation_prompt")
 
 _Swap = tuple[int, int, str]
 """A span of a string's raw text and the character it spells."""
-
-
-class Tokenizer(Protocol):
-    """What is used of a Hugging Face tokenizer."""
-
-    def encode(self, text: str, add_special_tokens: bool = ...) -> list[int]: ...
-
-    def get_added_vocab(self) -> dict[str, int]: ...
-
-
-def markers_of(tokenizer: Tokenizer) -> tuple[str, ...]:
-    """The texts the tokenizer turns into added tokens, longest first."""
-    return tuple(sorted(tokenizer.get_added_vocab(), key=len, reverse=True))
 
 
 def _fold(text: str) -> str:
@@ -138,12 +126,13 @@ def _markers(markers: tuple[str, ...]) -> _Markers | None:
     return _Markers.of(markers)
 
 
-def encode_literal(tokenizer: Tokenizer, text: str, markers: Sequence[str]) -> list[int]:
-    """``text`` as ids where every spelling of a marker is ordinary characters: the text
-    is cut right after a marker's first character, so the tokenizer never sees it whole."""
-    compiled = _markers(tuple(markers))
+def encode_literal(tokenizer: ModelTokenizer, text: str) -> list[int]:
+    """``text`` as ids where every spelling of one of the tokenizer's markers is ordinary
+    characters: the text is cut right after a marker's first character, so the tokenizer
+    never sees it whole."""
+    compiled = _markers(tuple(tokenizer.markers))
     if compiled is None:
-        return tokenizer.encode(text, add_special_tokens=False) if text else []
+        return tokenizer.encode(text) if text else []
     ids: list[int] = []
     at = 0
     for match in compiled.cuts.finditer(text):
@@ -151,11 +140,11 @@ def encode_literal(tokenizer: Tokenizer, text: str, markers: Sequence[str]) -> l
         if cut < at:
             continue
         if cut > at:
-            ids += tokenizer.encode(text[at:cut], add_special_tokens=False)
-        ids += tokenizer.encode(text[cut], add_special_tokens=False)
+            ids += tokenizer.encode(text[at:cut])
+        ids += tokenizer.encode(text[cut])
         at = cut + 1
     if at < len(text):
-        ids += tokenizer.encode(text[at:], add_special_tokens=False)
+        ids += tokenizer.encode(text[at:])
     return ids
 
 
@@ -483,29 +472,26 @@ class _Swapped:
 
 
 def _encoded(
-    tokenizer: Tokenizer, shaped: str, markers: _Markers, stand_ins: _StandIns
+    tokenizer: ModelTokenizer, shaped: str, markers: _Markers, stand_ins: _StandIns
 ) -> tuple[str, list[int], list[tuple[int, str]]]:
     """The prompt text of a swapped render, its ids, and where its markers are."""
     ids: list[int] = []
     parts: list[str] = []
     found: list[tuple[int, str]] = []
-    own: dict[str, list[int]] = {}
     size = 0
     at = 0
     for match in markers.exact.finditer(shaped):
         text = stand_ins.back(shaped[at : match.start()])
         marker = match.group()
-        ids += encode_literal(tokenizer, text, markers.texts)
-        if marker not in own:
-            own[marker] = tokenizer.encode(marker, add_special_tokens=False)
-        ids += own[marker]
+        ids += encode_literal(tokenizer, text)
+        ids.append(tokenizer.markers[marker])
         size += len(text)
         found.append((size, marker))
         size += len(marker)
         parts += [text, marker]
         at = match.end()
     text = stand_ins.back(shaped[at:])
-    ids += encode_literal(tokenizer, text, markers.texts)
+    ids += encode_literal(tokenizer, text)
     parts.append(text)
     return "".join(parts), ids, found
 
@@ -513,33 +499,30 @@ def _encoded(
 def prompt_ids(
     template: ChatTemplate,
     conversation: Conversation | Sequence[Message],
-    tokenizer: Tokenizer,
-    *,
-    markers: Sequence[str] | None = None,
+    tokenizer: ModelTokenizer,
     **render: Any,
 ) -> tuple[str, list[int]]:
     """The prompt text of ``conversation`` (see :func:`~.prompt.render_prompt`, which
     ``render`` reaches: ``tools``, ``thinking`` and the template's ``reasoning`` format,
-    template variables) and its ids, where no string of the template's input becomes a
-    marker (see the module docstring). ``markers``: the tokenizer's added tokens
-    (default: :func:`markers_of`).
+    template variables) and its ids under ``tokenizer``, where no string of the template's
+    input becomes one of its markers (see the module docstring).
 
     Raises :class:`TemplateRenderError` when the template refuses the conversation, or
     refuses it once the markers spelled in its strings are made data.
     """
-    compiled = _markers(tuple(markers_of(tokenizer) if markers is None else markers))
+    compiled = _markers(tuple(tokenizer.markers))
     if template.now is None:  # every render of this prompt reads the same clock
         template = copy.copy(template)
         template.now = datetime.now()
     text = render_prompt(template, conversation, **render)
     if compiled is None:
-        return text, tokenizer.encode(text, add_special_tokens=False)
+        return text, tokenizer.encode(text)
     source = _input_of(conversation, render)
     strings = list(dict.fromkeys(source.strings()))
     present = compiled.present(text)
     plans = {s: _plan(s, compiled, present) for s in strings}
     if not any(sure or tried for sure, tried in plans.values()):
-        return text, tokenizer.encode(text, add_special_tokens=False)
+        return text, tokenizer.encode(text)
     stand_ins = _StandIns(
         [template.source, template.bos_token, template.eos_token, text, *strings, *compiled.texts]
     )
@@ -574,5 +557,5 @@ def prompt_ids(
         plans = {s: _plan(s, compiled, present) for s in strings}
     prompt, ids, found = _encoded(tokenizer, shaped, compiled, stand_ins)
     if prompt == text and [(m.start(), m.group()) for m in compiled.exact.finditer(text)] == found:
-        return text, tokenizer.encode(text, add_special_tokens=False)
+        return text, tokenizer.encode(text)
     return prompt, ids

@@ -12,7 +12,6 @@ from hand_formats import FORMATS
 
 from openchatml.templates.grammar import tool_call_grammar
 from openchatml.templates.grammar.builder import START, RuleSet
-from openchatml.templates.grammar.dialect import JSON, JSON_IN_STRING, PYTHON, ValueDialect, object_notation
 from openchatml.templates.grammar.json_schema import (
     SchemaConverter,
     close_schema,
@@ -21,6 +20,13 @@ from openchatml.templates.grammar.json_schema import (
     without_strings,
 )
 from openchatml.templates.grammar.lark import LarkWriter
+from openchatml.templates.grammar.value_dialect import (
+    JSON,
+    JSON_IN_STRING,
+    PYTHON,
+    ValueDialect,
+    object_notation,
+)
 
 # --------------------------------------------------------------------------- schemas
 

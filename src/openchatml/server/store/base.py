@@ -53,20 +53,10 @@ class StoredResponse:
 
 @dataclass(frozen=True, slots=True)
 class ItemPage:
-    """One page of items: the items, their first and last ids, and whether more follow."""
+    """One page of stored items (their JSON), and whether more follow."""
 
     data: list[dict[str, Any]]
     has_more: bool
-
-    def to_json(self) -> dict[str, Any]:
-        """The list object of ``GET …/input_items``."""
-        return {
-            "object": "list",
-            "data": self.data,
-            "first_id": self.data[0]["id"] if self.data else None,
-            "last_id": self.data[-1]["id"] if self.data else None,
-            "has_more": self.has_more,
-        }
 
 
 class Store(Protocol):

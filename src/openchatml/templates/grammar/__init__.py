@@ -6,7 +6,7 @@ llguidance Lark, llama.cpp GBNF and xgrammar EBNF texts, with the :class:`Trigge
 lazy grammar.
 
 The modules, bottom up: :mod:`.ir` (the intermediate form), :mod:`.builder` (named rules,
-object members), :mod:`.dialect` and :mod:`.json_schema` (values by JSON Schema),
+object members), :mod:`.value_dialect` and :mod:`.json_schema` (values by JSON Schema),
 :mod:`.lark` and :mod:`.gbnf` (the writers), :mod:`.tool_choice` (what ``tool_choice``
 allows), :mod:`.markers` and :mod:`.call_arguments` (a format's calls), :mod:`.tool_grammar`
 (the result), :mod:`.tool_calls` and :mod:`.harmony` (the grammars of a request).

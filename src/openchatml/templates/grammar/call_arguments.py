@@ -17,7 +17,6 @@ from typing import Any
 
 from ..format import ToolCallFormat, ToolSyntax
 from .builder import Member, RuleSet, members_in_any_order, members_in_order
-from .dialect import IDENTIFIER, JSON, JSON_IN_STRING, PYTHON, ValueDialect, object_notation
 from .ir import EMPTY, LAYOUT, FreeText, LiteralText, Node, choice, concat
 from .json_schema import (
     SchemaConverter,
@@ -28,6 +27,7 @@ from .json_schema import (
     without_strings,
 )
 from .markers import marker_node
+from .value_dialect import IDENTIFIER, JSON, JSON_IN_STRING, PYTHON, ValueDialect, object_notation
 
 
 class ArgumentRuleBuilder:

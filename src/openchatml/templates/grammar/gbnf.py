@@ -17,7 +17,6 @@ from collections.abc import Callable
 from typing import Final
 
 from .builder import RuleSet
-from .dialect import JSON
 from .ir import (
     LAYOUT,
     WHITESPACE_MAX,
@@ -38,6 +37,7 @@ from .ir import (
     zero_or_more,
 )
 from .json_schema import SchemaConverter
+from .value_dialect import JSON
 
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
 _BLANK: Final = " \t\r\n"

@@ -23,16 +23,6 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from .builder import RuleSet, members_in_any_order, members_in_order
-from .dialect import (
-    IDENTIFIER,
-    JSON_INTEGER,
-    JSON_NUMBER,
-    JSON_STRING_CHAR,
-    ValueDialect,
-    object_notation_literal,
-    python_literal,
-    python_string,
-)
 from .ir import (
     EMPTY,
     LAYOUT,
@@ -47,6 +37,16 @@ from .ir import (
     concat,
     optional,
     zero_or_more,
+)
+from .value_dialect import (
+    IDENTIFIER,
+    JSON_INTEGER,
+    JSON_NUMBER,
+    JSON_STRING_CHAR,
+    ValueDialect,
+    object_notation_literal,
+    python_literal,
+    python_string,
 )
 
 NON_STRING_TYPES: Final = ("number", "boolean", "null", "array", "object")

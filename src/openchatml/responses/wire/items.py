@@ -1,0 +1,229 @@
+"""Items: the messages, calls, outputs and reasoning a conversation is made of.
+
+One model per item, read from a request (``ItemParam``: string content, no ``id``, an
+``EasyInputMessage`` without ``type``) and written back in the form the API returns
+(``ItemField``): every item has an ``id`` (a fresh one where the client gave none) and,
+but reasoning, a ``status`` (``completed`` for every item of a request). A message's
+class is its role: :class:`UserMessage`, :class:`SystemMessage`,
+:class:`DeveloperMessage` hold input parts, :class:`AssistantMessage` output parts.
+
+:data:`InputItem` is an item of a request's ``input`` (an :class:`ItemReference`
+included); :data:`Item` one of a conversation, stored or in a response's ``output``.
+:func:`load_item` reads the JSON of an item this server wrote. A new item type is one
+model here and one line in the unions (tagged ``@`` and its ``type``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Final, Literal, get_args
+
+from pydantic import BeforeValidator, Discriminator, Field, Tag, TypeAdapter, ValidationInfo
+
+from .. import ids
+from .base import ItemId, Name, ShortText, Text, WireModel, checking, fresh, is_none
+from .content import (
+    InputPart,
+    OutputPart,
+    ReasoningText,
+    SummaryText,
+    parts_from_text,
+)
+
+ItemStatus = Literal["in_progress", "completed", "incomplete"]
+Phase = Literal["commentary", "final_answer"]
+
+
+def _completed_in_request(value: Any, info: ValidationInfo) -> Any:
+    return "completed" if checking(info) or value is None else value
+
+
+Status = Annotated[ItemStatus, BeforeValidator(_completed_in_request)]
+"""An item's status: ``completed`` for every item a client gives."""
+
+
+def _none_in_request(value: Any, info: ValidationInfo) -> Any:
+    return None if checking(info) else value
+
+
+def _empty_if_null(value: Any) -> Any:
+    return () if value is None else value
+
+
+InputContent = Annotated[tuple[InputPart, ...], parts_from_text("input_text")]
+"""Input parts; a string is one ``input_text`` part."""
+
+
+class MessageItem(WireModel):
+    """What messages of every role have: ``type`` (``null`` in an ``EasyInputMessage``),
+    ``id``, ``status``."""
+
+    type: Annotated[Literal["message"], BeforeValidator(lambda v: "message" if v is None else v)] = "message"
+    id: Annotated[ItemId, fresh(ids.message_id)] = Field(default_factory=ids.message_id)
+    status: Status = "completed"
+
+
+class UserMessage(MessageItem):
+    """A message from the user."""
+
+    role: Literal["user"] = "user"
+    content: InputContent
+
+
+class SystemMessage(MessageItem):
+    """A system message of the client (a developer message to the model: Harmony's one
+    system message is the server's)."""
+
+    role: Literal["system"] = "system"
+    content: InputContent
+
+
+class DeveloperMessage(MessageItem):
+    """Instructions from the developer."""
+
+    role: Literal["developer"] = "developer"
+    content: InputContent
+
+
+class AssistantMessage(MessageItem):
+    """A message of the model: a preamble (``phase: commentary``) or its answer
+    (``final_answer``, or no phase)."""
+
+    role: Literal["assistant"] = "assistant"
+    content: Annotated[tuple[OutputPart, ...], parts_from_text("output_text")]
+    phase: Phase | None = Field(default=None, exclude_if=is_none)
+
+
+class FunctionCall(WireModel):
+    """A call of a function tool: its name and JSON arguments, tied to its output by
+    ``call_id``."""
+
+    type: Literal["function_call"] = "function_call"
+    id: Annotated[ItemId, fresh(ids.function_call_id)] = Field(default_factory=ids.function_call_id)
+    call_id: ShortText
+    name: Name
+    arguments: Text
+    status: Status = "completed"
+
+
+_FunctionOutput = Annotated[
+    Annotated[Text, Tag("@text")] | Annotated[tuple[InputPart, ...], Tag("@parts")],
+    Discriminator(lambda value: "@text" if isinstance(value, str) else "@parts"),
+]
+
+
+class FunctionCallOutput(WireModel):
+    """What a function call returned: a string, or content parts."""
+
+    type: Literal["function_call_output"] = "function_call_output"
+    id: Annotated[ItemId, fresh(ids.function_call_output_id)] = Field(
+        default_factory=ids.function_call_output_id
+    )
+    call_id: ShortText
+    output: _FunctionOutput
+    status: Status = "completed"
+
+
+class ReasoningItem(WireModel):
+    """The model's reasoning: its chain of thought (``content``; or sealed, in
+    ``encrypted_content``) and summaries for end users. A client's reasoning item has no
+    status."""
+
+    type: Literal["reasoning"] = "reasoning"
+    id: Annotated[ItemId, fresh(ids.reasoning_id)] = Field(default_factory=ids.reasoning_id)
+    status: Annotated[ItemStatus | None, BeforeValidator(_none_in_request)] = Field(
+        default=None, exclude_if=is_none
+    )
+    summary: Annotated[tuple[SummaryText, ...], BeforeValidator(_empty_if_null)] = ()
+    content: tuple[ReasoningText, ...] | None = Field(default=None, exclude_if=is_none)
+    encrypted_content: Text | None = Field(default=None, exclude_if=is_none)
+
+
+class CompactionItem(WireModel):
+    """A conversation sealed by ``/responses/compact``, to be given back as input."""
+
+    type: Literal["compaction"] = "compaction"
+    id: Annotated[ItemId, fresh(ids.compaction_id)] = Field(default_factory=ids.compaction_id)
+    encrypted_content: Text
+
+
+class ItemReference(WireModel):
+    """An earlier item, by id, for the server to find in its store."""
+
+    type: Annotated[Literal["item_reference"], BeforeValidator(lambda _: "item_reference")] = "item_reference"
+    id: ItemId
+
+
+ROLES: Final = ("user", "assistant", "system", "developer")
+
+
+def item_tag(value: Any) -> str | None:
+    """The union member of an item: ``@`` and its ``type`` (``@message.ROLE`` for a
+    message); an object without ``type`` is a message when it has a ``role``, a
+    reference when it has an ``id``."""
+    if isinstance(value, dict):
+        kind, role = value.get("type"), value.get("role")
+        if kind is None and "role" in value:
+            kind = "message"
+        elif kind is None and "id" in value:
+            kind = "item_reference"
+    else:
+        kind, role = getattr(value, "type", None), getattr(value, "role", None)
+    if not isinstance(kind, str):
+        return None
+    return f"@message.{role}" if kind == "message" else f"@{kind}"
+
+
+_ITEM_ERROR: Final = {"custom_error_type": "item_type", "custom_error_message": "bad item type"}
+
+Item = Annotated[
+    Annotated[UserMessage, Tag("@message.user")]
+    | Annotated[SystemMessage, Tag("@message.system")]
+    | Annotated[DeveloperMessage, Tag("@message.developer")]
+    | Annotated[AssistantMessage, Tag("@message.assistant")]
+    | Annotated[FunctionCall, Tag("@function_call")]
+    | Annotated[FunctionCallOutput, Tag("@function_call_output")]
+    | Annotated[ReasoningItem, Tag("@reasoning")]
+    | Annotated[CompactionItem, Tag("@compaction")],
+    Discriminator(item_tag, **_ITEM_ERROR),
+]
+"""An item of a conversation (what a reference resolves to)."""
+
+InputItem = Annotated[
+    Annotated[UserMessage, Tag("@message.user")]
+    | Annotated[SystemMessage, Tag("@message.system")]
+    | Annotated[DeveloperMessage, Tag("@message.developer")]
+    | Annotated[AssistantMessage, Tag("@message.assistant")]
+    | Annotated[FunctionCall, Tag("@function_call")]
+    | Annotated[FunctionCallOutput, Tag("@function_call_output")]
+    | Annotated[ReasoningItem, Tag("@reasoning")]
+    | Annotated[CompactionItem, Tag("@compaction")]
+    | Annotated[ItemReference, Tag("@item_reference")],
+    Discriminator(item_tag, **_ITEM_ERROR),
+]
+"""An item of a request's ``input``."""
+
+ITEM_TYPES: Final = tuple(
+    dict.fromkeys(
+        tag.tag[1:].split(".")[0]
+        for member in get_args(get_args(InputItem)[0])
+        for tag in member.__metadata__
+    )
+)
+"""The ``type`` s of input items."""
+
+OutputItem = Annotated[
+    Annotated[AssistantMessage, Tag("@message.assistant")]
+    | Annotated[FunctionCall, Tag("@function_call")]
+    | Annotated[ReasoningItem, Tag("@reasoning")],
+    Discriminator(item_tag, **_ITEM_ERROR),
+]
+"""An item the model writes into a response's ``output``."""
+
+_ITEM: Final[TypeAdapter[InputItem]] = TypeAdapter(InputItem)
+
+
+def load_item(data: Mapping[str, Any]) -> InputItem:
+    """The item (or reference) whose JSON this server wrote (stored input or output);
+    raises ``pydantic.ValidationError`` for anything else."""
+    return _ITEM.validate_python(data)

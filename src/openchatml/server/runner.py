@@ -1,0 +1,246 @@
+"""Running responses on the engine: a checked request in, a :class:`~.runs.Run` out.
+
+:meth:`ResponseRunner.start` admits a response (it waits its turn, FIFO, behind the
+responses :class:`~.admission.Admission` lets run), builds its prompt, and starts one
+asyncio task that drives the engine's events into the run, where followers read them.
+A stored response is written to the store while the engine starts (no prefill waits on
+the database); the run ends with its final snapshot saved, however it ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+
+from ..engines.base import Engine
+from ..responses import ids
+from ..responses.crypto import Sealer
+from ..responses.dialect import Dialect
+from ..responses.errors import RequestError
+from ..responses.input import build_conversation
+from ..responses.request import ResponseRequest
+from ..responses.resource import ResponseState
+from ..responses.runner import Prepared, run_events
+from ..responses.stream import EventBuilder
+from ..responses.summary import summary_deltas
+from ..responses.wire import InputItem
+from ..responses.wire.resource import ErrorPayload
+from .admission import Admission, Ticket
+from .metrics import Metrics
+from .records import ResponseRecords
+from .runs import Run, RunRegistry
+from .settings import ServiceSettings
+
+log = logging.getLogger("openchatml.server")
+
+
+class ResponseRunner:
+    """Starts responses on ``engine`` and drives each into its :class:`Run` (held in
+    ``runs``); ``records`` keeps the store in step."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        *,
+        dialect: Dialect,
+        sealer: Sealer | None,
+        settings: ServiceSettings,
+        metrics: Metrics,
+        admission: Admission,
+        records: ResponseRecords,
+        runs: RunRegistry,
+    ) -> None:
+        self.engine = engine
+        self.dialect = dialect
+        self.sealer = sealer
+        self.settings = settings
+        self.metrics = metrics
+        self.admission = admission
+        self.records = records
+        self.runs = runs
+
+    def check_model(self, model: str | None) -> str:
+        """The served model's id if ``model`` names it (or is absent); else 404 ``model_not_found``."""
+        served = self.engine.info.id
+        names = {served, served.rsplit("/", 1)[-1], *self.settings.model_aliases}
+        if model is None or model in names:
+            return served
+        error = RequestError(
+            f"The model {model!r} does not exist on this server; it serves {served!r}.",
+            param="model",
+            code="model_not_found",
+        )
+        error.status = 404
+        raise error
+
+    async def start(
+        self,
+        request: ResponseRequest,
+        owner: str,
+        *,
+        local_history: Mapping[str, list[InputItem]] | None = None,
+    ) -> Run:
+        """Check, admit and start a response; returns its :class:`Run` (events begin
+        arriving once the engine takes it).
+
+        Raises :class:`APIError` for a bad request (nothing is stored then), a 429 when
+        ``owner`` holds as many responses as one key may, a 503 when the queue is full.
+        """
+        self.check_model(request.model)  # a wrong model is a 404 however busy the server
+        ticket = self.admission.reserve(owner or None)
+        try:
+            return await self._start(request, owner, ticket, local_history)
+        except BaseException:
+            ticket.release()
+            raise
+
+    async def _start(
+        self,
+        request: ResponseRequest,
+        owner: str,
+        ticket: Ticket,
+        local_history: Mapping[str, list[InputItem]] | None,
+    ) -> Run:
+        """:meth:`start` with the response's place reserved (``ticket``), which its run
+        gives back when it ends."""
+        model = self.check_model(request.model)
+        history, new_input = await self.records.items(request, owner, local_history)
+        conversation = history + new_input
+        prepared = await asyncio.to_thread(self._prepare, request, conversation)
+        state = ResponseState(
+            ids.response_id(),
+            request,
+            model,
+            status="queued" if request.background else "in_progress",
+            default_effort=self.settings.prompt.reasoning_effort.value,
+        )
+        builder = EventBuilder(
+            state,
+            prompt_tokens=len(prepared.prompt),
+            sealer=self.sealer,
+            parser=self.dialect.parser(request, prepared),
+            vocabulary=self.dialect.vocabulary,
+            summaries=request.reasoning_summary is not None,
+        )
+        stored = request.store and self.records.store is not None
+        run = Run(state.id, owner, request.background, stored=stored)
+        run.builder = builder
+        run.items = conversation
+        run.ticket = ticket
+        created = self.records.create(state, owner, new_input) if stored else None
+        # the engine starts while the store writes: no prefill waits on the database
+        run.task = asyncio.create_task(
+            self._drive(run, builder, prepared, created), name=f"response {state.id}"
+        )
+        run.task.add_done_callback(lambda _: ticket.release())  # even if it never ran
+        if created is not None and request.background:
+            run.publisher = asyncio.create_task(
+                self.records.publish(run, created), name=f"events of {state.id}"
+            )
+        if created is not None:
+            try:
+                await asyncio.shield(created)
+            except BaseException:  # not stored (or the caller left): nothing runs on
+                run.task.cancel()
+                with contextlib.suppress(BaseException):
+                    await run.task
+                raise
+        self.runs.add(run)
+        return run
+
+    def _prepare(self, request: ResponseRequest, items: Sequence[InputItem]) -> Prepared:
+        """The prompt and sampling settings of ``request`` over ``items`` (one worker-thread
+        hop for both steps: under many concurrent requests, each hop costs more than the
+        work of a usual prompt)."""
+        conversation = build_conversation(request, items, settings=self.settings.prompt, sealer=self.sealer)
+        return self.dialect.prepare(
+            request,
+            conversation,
+            context_length=self.engine.info.context_length,
+            max_input_tokens=self.settings.limits.max_input_tokens,
+        )
+
+    def prompt_length(self, request: ResponseRequest, items: Sequence[InputItem]) -> int:
+        """How many tokens the prompt of ``request`` over ``items`` is (no context window
+        applies; CPU work: call it from a worker thread)."""
+        conversation = build_conversation(request, items, settings=self.settings.prompt, sealer=self.sealer)
+        return len(self.dialect.prepare(request, conversation, context_length=None).prompt)
+
+    async def _drive(
+        self, run: Run, builder: EventBuilder, prepared: Prepared, created: asyncio.Future[None] | None
+    ) -> None:
+        """Run the engine into ``run``'s events once its ticket holds a running slot (given
+        back when the engine is done, whatever the end); with ``created`` (the store's first
+        write, still under way) every later write waits for it, and is skipped if it failed."""
+        started = time.perf_counter()
+        first_token: float | None = None
+        running = False
+        try:
+            if run.ticket is not None:
+                await run.ticket.acquire()
+            self.metrics.started()
+            running = True
+            summarize = self._summarizer(builder.state.request.reasoning_summary)
+            async for event in run_events(self.engine, prepared, builder, summarize=summarize):
+                kind = event.type
+                if first_token is None and kind.endswith(".delta"):
+                    first_token = time.perf_counter() - started
+                run.append(event)
+                if created is not None and run.background and kind == "response.output_item.done":
+                    await created
+                    await self.records.save(builder.state)
+        except asyncio.CancelledError:
+            if not run.events:  # cancelled while queued: the stream still opens as every stream does
+                for event in builder.begin():
+                    run.append(event)
+            for event in builder.finish("cancelled"):
+                run.append(event)
+        except Exception as exc:  # the engine or the store failed: the response fails, the server stays up
+            log.exception("response %s failed", run.response_id)
+            payload = ErrorPayload(type="server_error", code="server_error", message=str(exc))
+            for event in builder.finish("error", error=payload):
+                run.append(event)
+        finally:
+            await self._end(run, builder, created, started, first_token, running)
+
+    async def _end(
+        self,
+        run: Run,
+        builder: EventBuilder,
+        created: asyncio.Future[None] | None,
+        started: float,
+        first_token: float | None,
+        running: bool,
+    ) -> None:
+        """What follows a run's last event, however it ended: its slot given back, the
+        followers told, the metrics counted, its events and final snapshot stored (a late
+        cancel leaves these writes to finish), and the run forgotten in time."""
+        if run.ticket is not None:
+            run.ticket.release()
+        run.close()
+        state = builder.state
+        self.metrics.finished(
+            state.status, builder.usage(), first_token, time.perf_counter() - started, running=running
+        )
+        if run.publisher is not None:  # every event stored before the final snapshot
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.shield(run.publisher)
+        if created is not None:  # the run has ended: a late cancel leaves the save to finish
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await asyncio.shield(self.records.save_after(created, state))
+        self.runs.forget_later(run)
+
+    def _summarizer(self, summary: str | None) -> Callable[[str], AsyncGenerator[str, None]] | None:
+        """What writes a reasoning summary (``reasoning.summary``), if one is asked for."""
+        if summary is None:
+            return None
+
+        def summarize(reasoning: str) -> AsyncGenerator[str, None]:
+            return summary_deltas(
+                self.engine, self.dialect, reasoning, summary, settings=self.settings.prompt
+            )
+
+        return summarize

@@ -1,0 +1,44 @@
+"""What a :class:`~.service.ResponseService` needs beyond its engine and store."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from ..responses.input import PromptSettings
+from ..responses.limits import RequestLimits
+
+WIRE_SETTINGS: Final = ("auto", "openai", "openresponses")
+"""The server's wire settings: a dialect for every answer, or ``auto`` (by the client)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ServiceSettings:
+    """What the service needs beyond its engine and store."""
+
+    model_aliases: tuple[str, ...] = ()
+    prompt: PromptSettings = field(default_factory=PromptSettings)
+    limits: RequestLimits = field(default_factory=RequestLimits)
+    """The bounds on one request (conversation length and input tokens are checked here)."""
+    ttl_seconds: int | None = 30 * 24 * 3600
+    background_linger_seconds: float = 60.0
+    maintenance_seconds: float = 10.0
+    """How often the store hears this server is alive, and fails what dead ones left and
+    evicts what expired (keep it well under the store's lease)."""
+    publish_seconds: float = 0.05
+    """How long the events of a stored background response gather before they are written."""
+    poll_seconds: float = 0.25
+    """How often, without store notices, a server looks for events and cancel requests of
+    other servers (with notices: every ``4 * poll_seconds``, in case one was lost)."""
+    cancel_wait_seconds: float = 10.0
+    """How long ``cancel`` waits for another server to end the response it runs."""
+    wire: str = "auto"
+    """The wire dialect of answers whose request names none (``OpenChatML-Wire``):
+    ``openai``, ``openresponses``, or ``auto`` (``openai`` for OpenAI's SDKs and Codex,
+    ``openresponses`` for anyone else); see :func:`~..responses.wire.choose_dialect`."""
+
+    def __post_init__(self) -> None:
+        if self.wire not in WIRE_SETTINGS:
+            raise ValueError(
+                f"unknown wire setting {self.wire!r}: expected one of {', '.join(WIRE_SETTINGS)}"
+            )

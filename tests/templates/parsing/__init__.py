@@ -1,0 +1,1 @@
+"""Tests of the template output parser, one file per module of ``openchatml.templates.parsing``."""
