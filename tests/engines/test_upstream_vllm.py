@@ -89,6 +89,11 @@ def test_closing_the_stream_aborts_the_request(vllm_server: VllmServer) -> None:
                 if received >= 4:
                     break
             during = await _running(client)
+            for _ in range(100):  # the gauge trails the engine's steps: wait until it counts ours
+                if during == 1:
+                    break
+                await asyncio.sleep(0.1)
+                during = await _running(client)
             await stream.aclose()
             after = during
             for _ in range(100):
