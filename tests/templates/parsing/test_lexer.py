@@ -1,5 +1,6 @@
-"""Tool-call arguments: JSON-like text of every dialect becomes JSON text, the same fed whole
-or in pieces; raw tagged values are typed by their schema."""
+"""Tool-call arguments through the lexer and the JSON writer: JSON-like text of every
+dialect becomes JSON text, the same fed whole or in pieces; raw tagged values are typed
+by their schema."""
 
 from __future__ import annotations
 
