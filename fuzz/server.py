@@ -851,6 +851,7 @@ class FuzzEngine:
         self.rng = random.Random(0)
         self._info = ModelInfo(id=MODEL, context_length=4096, engine="fuzz")
         self.tokenizer = None  # the model speaks Harmony
+        self.enforces_grammar = False
 
     @property
     def info(self) -> ModelInfo:

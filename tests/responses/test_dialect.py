@@ -39,6 +39,7 @@ class TokenizedEngine:
     def __init__(self, tokenizer: ModelTokenizer | None) -> None:
         self.tokenizer = tokenizer
         self.info = ModelInfo(id="fake")
+        self.enforces_grammar = False
 
     async def generate(self, prompt: Sequence[int], params: SamplingParams) -> AsyncIterator[Chunk]:
         for chunk in ():

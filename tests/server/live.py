@@ -67,6 +67,7 @@ class ScriptedEngine:
     ) -> None:
         self.script = script if callable(script) else (lambda prompt, ids=list(script): ids)
         self.tokenizer = tokenizer
+        self.enforces_grammar = False  # plays its script whatever the grammar
         self.chunk = chunk
         self.delay = delay
         self.prompts: list[list[int]] = []

@@ -182,6 +182,10 @@ class HeldEngine:
         """None: the model speaks Harmony."""
         return None
 
+    @property
+    def enforces_grammar(self) -> bool:
+        return False
+
     async def generate(self, prompt: Sequence[int], params: SamplingParams) -> AsyncIterator[Chunk]:
         said = re.findall(r"<\|start\|>user<\|message\|>(.*?)<\|end\|>", load_encoding().decode(list(prompt)))
         name = said[-1] if said else "?"

@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, overload, runtime_checkable
 
+from ..templates.grammar import ToolGrammar
 from ..templates.model_tokenizer import ModelTokenizer
 
 
@@ -39,7 +40,10 @@ class SamplingParams:
     ``stop_token_ids`` end generation (the stop token itself is yielded). ``seed`` makes
     sampling repeatable where the engine supports it; ``temperature`` 0 is greedy.
     ``logprobs``: ``None`` for none; ``k`` >= 0 for each sampled id's log probability and
-    its ``k`` most likely alternatives (see :class:`TokenLogprob`).
+    its ``k`` most likely alternatives (see :class:`TokenLogprob`). ``grammar``: the
+    grammar every sampled id must keep the output within (tool choice, call arguments,
+    the answer's JSON Schema); ``None``: free sampling. Engines that cannot enforce it say
+    so (:attr:`Engine.enforces_grammar`).
     """
 
     max_tokens: int | None = None
@@ -50,6 +54,7 @@ class SamplingParams:
     stop_token_ids: tuple[int, ...] = ()
     seed: int | None = None
     logprobs: int | None = None
+    grammar: ToolGrammar | None = None
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -121,6 +126,12 @@ class Engine(Protocol):
     def tokenizer(self) -> ModelTokenizer | None:
         """The model's tokenizer; ``None`` where the model speaks Harmony over
         o200k_harmony, the core's :class:`~openchatml.core.encoding.Encoding`."""
+        ...
+
+    @property
+    def enforces_grammar(self) -> bool:
+        """Whether ``SamplingParams.grammar`` holds the sampler (else it is ignored, and the
+        layers above check the output after parsing)."""
         ...
 
     def generate(self, prompt: Sequence[int], params: SamplingParams) -> AsyncIterator[Chunk]:

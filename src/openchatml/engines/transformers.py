@@ -7,6 +7,10 @@ and the consumer yields whatever has arrived since its last yield, so a slow rea
 bigger chunks. Leaving the stream (``aclose()``, ``break``, task cancellation) sets the
 job's cancel flag, which the worker checks before every forward pass.
 
+A grammar (``SamplingParams.grammar``) masks each step: the ids its llguidance matcher does
+not allow next (:mod:`.guidance`) get minus infinity before penalties and sampling, and the
+sampled id advances the matcher.
+
 Log probabilities (``SamplingParams.logprobs``): ``log_softmax`` of the model's raw
 logits at each step, before penalties, temperature and top-p — the distribution OpenAI
 and vLLM report — so at temperature 0 without penalties the sampled id is the first of
@@ -30,6 +34,7 @@ from typing import Any, Final
 
 from ..templates.model_tokenizer import ModelTokenizer
 from .base import Chunk, EngineError, ModelInfo, SamplingParams, TokenLogprob
+from .guidance import GrammarError, GrammarMatcher, Guidance, mask_stops
 from .tokenizer import HFTokenizer
 
 _INSTALL_HINT: Final = (
@@ -150,6 +155,11 @@ class TransformersEngine:
         return self._tokenizer
 
     @property
+    def enforces_grammar(self) -> bool:
+        """True: ``SamplingParams.grammar`` masks every sampling step."""
+        return True
+
+    @property
     def busy(self) -> bool:
         """Whether a generation is running on the worker thread or waiting for it."""
         with self._lock:
@@ -233,6 +243,13 @@ class TransformersEngine:
             raise EngineError(f"the prompt ({len(ids)} tokens) fills the context window ({context} tokens)")
         return room if params.max_tokens is None else min(params.max_tokens, room)
 
+    def _matcher(self, lark: str) -> GrammarMatcher:
+        """A matcher of ``lark`` over the model's vocabulary (o200k_harmony without a tokenizer)."""
+        try:
+            return Guidance.of(self._tokenizer).matcher(lark)
+        except GrammarError as exc:
+            raise EngineError(f"the request's grammar does not compile: {exc}") from exc
+
     def _submit(self, job: _Job) -> Future[None]:
         with self._lock:
             try:
@@ -277,6 +294,7 @@ class TransformersEngine:
         counts: torch.Tensor | None = None
         if params.presence_penalty or params.frequency_penalty:
             counts = torch.zeros(self._vocab_size, dtype=torch.float32, device=device)
+        matcher = None if params.grammar is None else self._matcher(params.grammar.lark)
         with torch.inference_mode():
             input_ids = torch.tensor([job.prompt], dtype=torch.long, device=device)
             past: Any = None
@@ -286,13 +304,31 @@ class TransformersEngine:
                 out = model(input_ids=input_ids, past_key_values=past, use_cache=True, **self._keep_kwargs)
                 past = out.past_key_values
                 logits = out.logits[0, -1].float()
-                token = _sample(logits, params, counts, generator)
+                allowed = logits if matcher is None else _constrained(logits, matcher, params.stop_token_ids)
+                token = _sample(allowed, params, counts, generator)
                 job.post(token if params.logprobs is None else _score(logits, token, params.logprobs))
+                if matcher is not None:
+                    matcher.advance(token)  # a stop id the grammar does not name ends the output anyway
                 if token in stops:
                     return
                 if counts is not None:
                     counts[token] += 1
                 input_ids = torch.tensor([[token]], dtype=torch.long, device=device)
+
+
+def _constrained(logits: Any, matcher: GrammarMatcher, stops: Sequence[int]) -> Any:
+    """``logits`` with every id the grammar does not allow next at minus infinity (the stop
+    ids allowed where the output may end). Raises :class:`EngineError` where it allows none."""
+    import torch
+
+    allowed = matcher.allowed()
+    mask_stops(allowed, matcher, stops)
+    if not allowed.any():
+        raise EngineError("the request's grammar allows no token here")
+    keep = torch.zeros(logits.shape[-1], dtype=torch.bool, device=logits.device)
+    size = min(len(allowed), logits.shape[-1])
+    keep[:size] = torch.from_numpy(allowed[:size]).to(logits.device)
+    return logits.masked_fill(~keep, float("-inf"))
 
 
 def _eos_ids(model: Any) -> list[int] | None:

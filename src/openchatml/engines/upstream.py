@@ -215,6 +215,11 @@ class UpstreamEngine:
         return self._tokenizer
 
     @property
+    def enforces_grammar(self) -> bool:
+        """Whether the upstream server samples under ``SamplingParams.grammar``."""
+        return False
+
+    @property
     def flavor(self) -> Flavor:
         """The wire dialect: ``"vllm"`` or ``"llamacpp"``."""
         return self._flavor

@@ -20,6 +20,7 @@ from openchatml import Message, Renderer, load_encoding
 from openchatml.core.tokens import FIRST_SPECIAL_ID
 from openchatml.templates.format import TemplateFormat
 from openchatml.templates.grammar import Trigger, harmony_tool_call_grammar, tool_call_grammar
+from openchatml.templates.grammar.tool_choice import FreeformTool
 
 WEATHER = {
     "type": "function",
@@ -141,5 +142,115 @@ def test_harmony_formats_route_here() -> None:
     assert grammar.triggers == (Trigger(" to=functions."),) and not grammar.lazy
     auto = harmony_tool_call_grammar(TOOLS)
     assert auto.lazy and auto.gbnf != auto.ebnf and "get_weather" in auto.gbnf
-    with pytest.raises(ValueError, match="none"):
-        harmony_tool_call_grammar(TOOLS, tool_choice="none")
+    with pytest.raises(ValueError, match="not an offered tool"):
+        harmony_tool_call_grammar(TOOLS, tool_choice={"type": "function", "name": "nope"})
+
+
+def test_none_allows_the_answer_only() -> None:
+    grammar = harmony_tool_call_grammar(TOOLS, tool_choice="none")
+    assert not grammar.lazy and grammar.tools == ()
+    assert accepts(grammar.lark, turn(THINK, PREAMBLE, ANSWER))
+    assert not accepts(grammar.lark, turn(THINK, call("get_weather", {"city": "Paris"})))
+    assert accepts(harmony_tool_call_grammar([], tool_choice="none").lark, turn(ANSWER))
+
+
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "tags": {"type": "array", "items": {"enum": ["a", "b"]}}},
+    "required": ["city"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ('{"city": "Paris"}', True),
+        ('{"city": "Paris", "tags": ["a", "b"]}', True),
+        ('{"city": "Paris", "tags": ["c"]}', False),
+        ('{"tags": []}', False),
+        ("Paris", False),
+    ],
+)
+def test_the_answer_conforms_to_its_schema(answer: str, expected: bool) -> None:
+    final = Message.assistant(answer, channel="final")
+    for choice in ("none", "auto"):
+        grammar = harmony_tool_call_grammar(TOOLS, tool_choice=choice, answer_schema=ANSWER_SCHEMA)
+        assert accepts(grammar.lark, turn(THINK, final)) is expected
+    # under auto a call stays possible
+    auto = harmony_tool_call_grammar(TOOLS, answer_schema=ANSWER_SCHEMA)
+    assert accepts(auto.lark, turn(THINK, call("get_time", {})))
+
+
+def test_a_tool_that_is_not_strict_takes_any_json_object() -> None:
+    loose = {**WEATHER, "strict": False}
+    grammar = harmony_tool_call_grammar([loose], tool_choice="required")
+    assert accepts(grammar.lark, turn(call("get_weather", {"anything": [1, 2]})))
+    assert not accepts(
+        grammar.lark, text_ids(" to=functions.get_weather<|channel|>commentary<|message|>[1]<|call|>")
+    )
+    assert not accepts(
+        grammar.lark, text_ids(" to=functions.get_weather<|channel|>commentary<|message|>{<|call|>")
+    )
+
+
+def freeform_call(name: str, text: str) -> list[int]:
+    return text_ids(f"<|channel|>commentary to=functions.{name}<|message|>{text}<|call|>")
+
+
+PATCH = FreeformTool("apply_patch", "lark", 'start: "*** Begin" line+ "*** End"\nline: /[+-][a-z ]*\\n/')
+DIGITS = FreeformTool("pin", "regex", "[0-9]{4}")
+NOTE = FreeformTool("note")
+
+
+@pytest.mark.parametrize(
+    ("tool", "text", "expected"),
+    [
+        (PATCH, "*** Begin+add this\n-drop that\n*** End", True),
+        (PATCH, "*** Begin+Add This\n*** End", False),
+        (PATCH, "*** Begin*** End", False),
+        (DIGITS, "1234", True),
+        (DIGITS, "12345", False),
+        (DIGITS, "12a4", False),
+        (NOTE, "anything at all {", True),
+    ],
+)
+def test_freeform_tools_take_their_grammar(tool: FreeformTool, text: str, expected: bool) -> None:
+    grammar = harmony_tool_call_grammar(
+        TOOLS, tool_choice={"type": "custom", "name": tool.name}, freeform=[tool]
+    )
+    assert grammar.tools == (tool.name,)
+    thought = text_ids("<|channel|>analysis<|message|>Patch it.<|end|><|start|>assistant")
+    assert accepts(grammar.lark, [*thought, *freeform_call(tool.name, text)]) is expected
+    auto = harmony_tool_call_grammar(TOOLS, freeform=[tool])
+    assert accepts(auto.lark, freeform_call(tool.name, text)) is expected
+    assert accepts(auto.lark, turn(call("get_time", {})))
+
+
+def test_freeform_tool_choices_name_the_right_kind() -> None:
+    with pytest.raises(ValueError, match="as a function tool"):
+        harmony_tool_call_grammar(TOOLS, tool_choice={"type": "function", "name": "pin"}, freeform=[DIGITS])
+    with pytest.raises(ValueError, match="as a custom tool"):
+        harmony_tool_call_grammar(
+            TOOLS, tool_choice={"type": "custom", "name": "get_time"}, freeform=[DIGITS]
+        )
+    with pytest.raises(ValueError, match="two tools"):
+        harmony_tool_call_grammar(TOOLS, freeform=[FreeformTool("get_time")])
+
+
+def test_a_reasoning_bound_ends_the_thoughts_in_time() -> None:
+    grammar = harmony_tool_call_grammar(TOOLS, tool_choice="required", reasoning_tokens=40)
+    words = " one" * 10
+    short = Message.assistant(words, channel="analysis")
+    assert accepts(grammar.lark, turn(short, call("get_time", {})))
+    assert accepts(grammar.lark, turn(short, short, call("get_time", {})))  # 10 + 10 of 20 + 10
+    assert not accepts(
+        grammar.lark, turn(Message.assistant(words * 3, channel="analysis"), call("get_time", {}))
+    )
+    assert not accepts(grammar.lark, turn(short, short, short, short, call("get_time", {})))  # four messages
+    # at the bound the thought must end: the next token is <|end|>
+    matcher = llg.LLMatcher(_tokenizer(), llg.LLMatcher.grammar_from_lark(grammar.lark), log_level=0)
+    assert matcher.consume_tokens(text_ids("<|channel|>analysis<|message|>") + text_ids(" one" * 20))
+    assert matcher.validate_tokens([200007]) == 1
+    assert matcher.validate_tokens(text_ids(" one")) == 0
+    assert "max_tokens=20" in grammar.lark

@@ -210,7 +210,8 @@ def test_close_schema() -> None:
     assert "additionalProperties" not in closed["allOf"][0]
     assert closed["$defs"]["d"]["additionalProperties"] is False
     assert close_schema({"type": "object"}) == {"type": "object"}  # no properties: any keys
-    assert close_schema({"properties": {}}) == {"properties": {}}
+    # declared, and empty: no keys at all (a strict function without arguments takes {})
+    assert close_schema({"properties": {}}) == {"properties": {}, "additionalProperties": False}
     assert (
         close_schema({"properties": {"a": {}}, "additionalProperties": True})["additionalProperties"] is True
     )

@@ -70,9 +70,17 @@ def test_free_text_that_must_not_begin_with_a_marker() -> None:
     rules = RuleSet()
     rules.define(START, FreeText("", not_start=("<tool>",), avoid="<tool>"))
     lark = LarkWriter(rules, {}).write(START)
-    assert lark.splitlines()[-1] == "TEXT_1: /(?s:.*)/ & ~/[ \\t\\r\\n]*(?:<tool>)(?s:.*)/"
-    assert lark_accepts(lark, "Sure, <tool> later")
+    assert lark.splitlines()[-1] == (
+        "TEXT_1: /(?s:.*)/ & ~/[ \\t\\r\\n]*(?:<tool>)(?s:.*)/ & ~/(?s:.*)<tool>(?s:.*)/"
+    )
+    assert lark_accepts(lark, "Sure, a tool later")
     assert not lark_accepts(lark, "  <tool> now")
+    assert not lark_accepts(lark, "Sure, <tool> later")  # never holding it
+    # a marker that is a special token is never text: nothing to exclude
+    fresh = RuleSet()
+    fresh.define(START, FreeText("", not_start=("<tool>",), avoid="<tool>"))
+    special = LarkWriter(fresh, {"<tool>": 257}).write(START)
+    assert special.splitlines()[-1] == "TEXT_1: /(?s:.*)/ & ~/[ \\t\\r\\n]*(?:<tool>)(?s:.*)/"
 
 
 def test_an_opening_special_token_stays_outside_the_lexeme() -> None:

@@ -11,7 +11,13 @@ from hand_formats import FORMATS
 from openchatml.templates.errors import UnsupportedTemplateError
 from openchatml.templates.format import TemplateFormat
 from openchatml.templates.grammar import tool_call_grammar
-from openchatml.templates.grammar.tool_choice import ToolSelection, function_tools, select_tools
+from openchatml.templates.grammar.tool_choice import (
+    FreeformTool,
+    ToolSelection,
+    function_tools,
+    offered_tools,
+    select_tools,
+)
 
 
 def test_allowed_tools_restrict_the_names() -> None:
@@ -38,11 +44,9 @@ def test_allowed_tools_restrict_the_names() -> None:
 
 def test_choice_errors() -> None:
     fmt = FORMATS["hermes"]
-    with pytest.raises(ValueError, match="none"):
-        tool_call_grammar(fmt, TOOLS, tool_choice="none")
     with pytest.raises(ValueError, match="not an offered"):
         tool_call_grammar(fmt, TOOLS, tool_choice={"type": "function", "name": "nope"})
-    with pytest.raises(ValueError, match="no function tool"):
+    with pytest.raises(ValueError, match="no tool to call"):
         tool_call_grammar(fmt, [{"type": "web_search"}])
     with pytest.raises(UnsupportedTemplateError):
         tool_call_grammar(TemplateFormat(name="plain"), TOOLS)
@@ -75,16 +79,21 @@ def test_select_tools(choice: Any, selection: ToolSelection) -> None:
     assert select_tools(choice, OFFERED) == selection
 
 
+def test_none_selects_no_tool() -> None:
+    assert select_tools("none", OFFERED) == ToolSelection("none", ())
+    assert select_tools("none", {}) == ToolSelection("none", ())
+
+
 @pytest.mark.parametrize(
     ("choice", "message"),
     [
-        ("none", "forbids tool calls"),
         ("any", "unknown tool_choice 'any'"),
-        ({"type": "custom"}, "unknown tool_choice"),
+        ({"type": "custom"}, "None, which is not an offered tool"),
+        ({"type": "mystery", "name": "a"}, "unknown tool_choice"),
         (3, "unknown tool_choice 3"),
         ({"type": "allowed_tools", "mode": "none", "tools": []}, "unknown allowed_tools mode"),
-        ({"type": "allowed_tools", "tools": [{"name": "x"}]}, "no function tool to call"),
-        ({"type": "function", "name": "x"}, "'x', which is not an offered function tool"),
+        ({"type": "allowed_tools", "tools": [{"name": "x"}]}, "no tool to call"),
+        ({"type": "function", "name": "x"}, "'x', which is not an offered tool"),
     ],
 )
 def test_select_tools_errors(choice: Any, message: str) -> None:
@@ -103,8 +112,30 @@ def test_function_tools() -> None:
     ]
     assert function_tools(tools) == {
         "chat": {**params, "additionalProperties": False},
-        "bare": {"type": "object", "properties": {}},
+        "bare": {"type": "object", "properties": {}, "additionalProperties": False},
         "responses": {"type": "object"},
     }
     with pytest.raises(ValueError, match="without a name"):
         function_tools([{"type": "function", "function": {"parameters": {}}}])
+
+
+def test_tools_that_are_not_strict_take_any_object() -> None:
+    params = {"type": "object", "properties": {"x": {"type": "integer"}}}
+    tools = [
+        {"type": "function", "name": "loose", "parameters": params, "strict": False},
+        {"type": "function", "function": {"name": "chat", "parameters": params, "strict": False}},
+        {"type": "function", "name": "tight", "parameters": params, "strict": True},
+    ]
+    assert function_tools(tools) == {
+        "loose": {"type": "object"},
+        "chat": {"type": "object"},
+        "tight": {**params, "additionalProperties": False},
+    }
+
+
+def test_offered_tools_hold_both_kinds() -> None:
+    note = FreeformTool("note")
+    no_arguments = {"type": "object", "properties": {}, "additionalProperties": False}
+    assert offered_tools([{"name": "a"}], [note]) == {"a": no_arguments, "note": note}
+    with pytest.raises(ValueError, match="two tools are named 'a'"):
+        offered_tools([{"name": "a"}], [FreeformTool("a")])

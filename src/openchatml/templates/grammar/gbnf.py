@@ -30,6 +30,7 @@ from .ir import (
     Node,
     Repeat,
     RuleRef,
+    Subgrammar,
     char_class,
     choice,
     concat,
@@ -185,6 +186,8 @@ class GbnfWriter:
             return atom + node.quantifier
         if isinstance(node, FreeText):
             return self.free_text(node)
+        if isinstance(node, Subgrammar):  # GBNF cannot embed it: free text, checked after parsing
+            return self.free_text(node.fallback)
         return self.json(node)
 
     def json(self, node: JsonValue) -> str:

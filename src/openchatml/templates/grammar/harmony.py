@@ -1,4 +1,4 @@
-"""The tool-call grammar of gpt-oss, whose output is Harmony rather than a chat template's
+"""The output grammar of gpt-oss, whose output is Harmony rather than a chat template's
 own syntax."""
 
 from __future__ import annotations
@@ -8,68 +8,126 @@ from typing import Any, Final
 
 from ...core.tokens import NAMED_SPECIAL_TOKENS
 from .builder import LAZY_START, START, RuleSet
-from .ir import FreeText, LiteralText, Node, choice, concat, optional, zero_or_more
+from .ir import (
+    EMPTY,
+    FreeText,
+    LiteralText,
+    Node,
+    Subgrammar,
+    choice,
+    concat,
+    optional,
+    zero_or_more,
+)
 from .json_schema import json_value
-from .tool_choice import ToolChoice, function_tools, select_tools
+from .tool_choice import FreeformTool, ToolChoice, offered_tools, select_tools
 from .tool_grammar import ToolGrammar, Trigger, write_tool_grammar
 
 RECIPIENT: Final = " to=functions."
 """What a call's header holds before the tool's name; the trigger of lazy grammars."""
+PRELUDE_SHARES: Final = (2, 4, 4)
+"""With a bound on reasoning, at most three messages come before the answer or the call,
+the first taking up to half of the bound and the others a quarter each."""
 
 
 def harmony_tool_call_grammar(
     tools: Sequence[Mapping[str, Any]],
     *,
     tool_choice: ToolChoice = "auto",
+    freeform: Sequence[FreeformTool] = (),
+    answer_schema: Mapping[str, Any] | None = None,
+    reasoning_tokens: int | None = None,
     special_tokens: Mapping[str, int] | None = None,
 ) -> ToolGrammar:
-    """The grammars that hold gpt-oss (Harmony) to calls of these tools, from the prompt's
-    ``<|start|>assistant`` on: any number of ``analysis`` messages and ``commentary``
-    preambles (each ended by ``<|end|><|start|>assistant``), then — under ``auto`` — a
-    ``final`` answer ending in ``<|return|>``, or a call: ``<|channel|>commentary
-    to=functions.NAME`` (or the recipient before the channel), optionally `` <|constrain|>json``
-    or `` json``, ``<|message|>``, the arguments as JSON conforming to the tool's schema,
-    ``<|call|>``. One call per turn (``parallel`` is false). ``special_tokens``: the
-    markers' ids (default: o200k_harmony's). The trigger, for lazy grammars, is
-    `` to=functions.`` (the grammar from it on: the name, the rest of the header, the
-    arguments). Raises ``ValueError`` as :func:`~.tool_calls.tool_call_grammar` does."""
-    offered = function_tools(tools)
+    """The grammars that hold gpt-oss (Harmony) to what a request allows, from the prompt's
+    ``<|start|>assistant`` on: ``analysis`` messages and ``commentary`` preambles (each
+    ended by ``<|end|><|start|>assistant``), then — by ``tool_choice`` — a ``final`` answer
+    ending in ``<|return|>`` (``none``), a call (``required``, a named tool), or either
+    (``auto``). A function call is ``<|channel|>commentary to=functions.NAME`` (or the
+    recipient before the channel), optionally `` <|constrain|>json`` or `` json``,
+    ``<|message|>``, the arguments as JSON conforming to the tool's schema, ``<|call|>``; a
+    ``freeform`` tool's call carries its raw input instead (free text, or text of its
+    grammar), with no constraint. One call per turn (``parallel`` is false).
+
+    ``answer_schema``: the JSON Schema the final answer conforms to (``text.format``);
+    ``None``: free text. ``reasoning_tokens``: a bound on the text of the messages before
+    the answer or the call (at most three of them then: :data:`PRELUDE_SHARES`); ``None``:
+    any number, unbounded. ``special_tokens``: the markers' ids (default: o200k_harmony's).
+    The trigger, for lazy grammars, is `` to=functions.`` (the grammar from it on: the
+    name, the rest of the header, the input). Raises ``ValueError`` as
+    :func:`~.tool_choice.select_tools` does."""
+    offered = offered_tools(tools, freeform)
     selection = select_tools(tool_choice, offered)
     rule_set = RuleSet()
-    thought = concat(
-        LiteralText("<|channel|>analysis<|message|>"), FreeText("<|end|>"), LiteralText("<|start|>assistant")
-    )
-    preamble = concat(
-        LiteralText("<|channel|>commentary<|message|>"),
-        FreeText("<|end|>"),
-        LiteralText("<|start|>assistant"),
-    )
-    answer = concat(LiteralText("<|channel|>final<|message|>"), FreeText("<|return|>"))
-    constrain = optional(choice(LiteralText(" <|constrain|>json"), LiteralText(" json")))
+    if answer_schema is None:
+        answer_body: Node = FreeText("<|return|>")
+    else:
+        answer_body = concat(json_value(answer_schema, answer_schema), LiteralText("<|return|>"))
+    answer = concat(LiteralText("<|channel|>final<|message|>"), answer_body)
     heads: list[Node] = []
     rests: list[Node] = []
     for name in selection.names:
-        schema = offered[name]
-        arguments = concat(LiteralText("<|message|>"), json_value(schema, schema), LiteralText("<|call|>"))
-        # after the recipient: the channel (recipient first) and the constraint
-        rest = concat(LiteralText(name), optional(LiteralText("<|channel|>commentary")), constrain, arguments)
+        header, payload = _call_parts(offered[name])
+        # after the recipient: the channel (recipient first), the constraint, the input
+        rest = concat(LiteralText(name), optional(LiteralText("<|channel|>commentary")), header, payload)
         rests.append(rule_set.add("call", rest))
         heads.append(
             choice(
-                concat(LiteralText(RECIPIENT + name + "<|channel|>commentary"), constrain, arguments),
-                concat(LiteralText("<|channel|>commentary" + RECIPIENT + name), constrain, arguments),
+                concat(LiteralText(RECIPIENT + name + "<|channel|>commentary"), header, payload),
+                concat(LiteralText("<|channel|>commentary" + RECIPIENT + name), header, payload),
             )
         )
-    call = rule_set.add("call", choice(*heads))
-    lazy = selection.mode == "auto"
-    body = choice(answer, call) if lazy else call
-    rule_set.define(START, concat(zero_or_more(choice(thought, preamble)), body))
-    rule_set.define(LAZY_START, choice(*rests))
+    if selection.mode == "none":
+        body = answer
+    else:
+        call = rule_set.add("call", choice(*heads))
+        body = choice(answer, call) if selection.mode == "auto" else call
+    rule_set.define(START, concat(_prelude(reasoning_tokens), body))
+    rule_set.define(LAZY_START, choice(*rests) if rests else EMPTY)
     return write_tool_grammar(
         rule_set,
         {**NAMED_SPECIAL_TOKENS, **(special_tokens or {})},
         triggers=(Trigger(RECIPIENT),),
-        lazy=lazy,
+        lazy=selection.mode == "auto",
         tools=selection.names,
         parallel=False,
     )
+
+
+def _call_parts(tool: Any) -> tuple[Node, Node]:
+    """What follows a call's recipient and channel: the optional JSON constraint (function
+    tools only), then ``<|message|>``, the input and ``<|call|>``."""
+    if isinstance(tool, FreeformTool):
+        if tool.syntax == "text":
+            payload: Node = FreeText("<|call|>")
+        else:
+            payload = Subgrammar(tool.syntax, tool.definition, "<|call|>")
+        return EMPTY, concat(LiteralText("<|message|>"), payload)
+    constrain = optional(choice(LiteralText(" <|constrain|>json"), LiteralText(" json")))
+    arguments = concat(LiteralText("<|message|>"), json_value(tool, tool), LiteralText("<|call|>"))
+    return constrain, arguments
+
+
+def _message(channel: str, bound: int | None) -> Node:
+    """One ``channel`` message before the answer, its text bounded by ``bound`` tokens."""
+    return concat(
+        LiteralText(f"<|channel|>{channel}<|message|>"),
+        FreeText("<|end|>", max_tokens=bound),
+        LiteralText("<|start|>assistant"),
+    )
+
+
+def _prelude(bound: int | None) -> Node:
+    """The messages before the answer or the call: any number, or with a ``bound`` on
+    their text at most three (:data:`PRELUDE_SHARES`), each with its share of it."""
+    if bound is None:
+        return zero_or_more(choice(_message("analysis", None), _message("commentary", None)))
+    shares = [bound // share for share in PRELUDE_SHARES]
+    shares[-1] = bound - sum(shares[:-1])
+    prelude: Node = EMPTY
+    for share in reversed(shares):
+        if share <= 0:
+            continue
+        one = choice(_message("analysis", share), _message("commentary", share))
+        prelude = optional(concat(one, prelude))
+    return prelude

@@ -6,9 +6,11 @@ a tree of nodes: exact text (:class:`LiteralText`), one character of a class
 (:class:`CharClass`), a sequence (:class:`Concat`), alternatives (:class:`Choice`), a
 bounded or unbounded repetition (:class:`Repeat`), a reference to another rule
 (:class:`RuleRef`), optional layout whitespace (:class:`Layout`), free text up to a marker
-(:class:`FreeText`) and a JSON value conforming to a schema (:class:`JsonValue`). The last
-two are kept whole so that each writer can spell them its own way: Lark has lazy lexemes
-and llguidance's ``%json``, GBNF has neither and gets them as rules.
+(:class:`FreeText`), a JSON value conforming to a schema (:class:`JsonValue`) and text in
+the language of a grammar the request brings (:class:`Subgrammar`). The last three are kept
+whole so that each writer can spell them its own way: Lark has lazy lexemes, llguidance's
+``%json`` and nested ``%lark`` grammars; GBNF has none of them and gets rules (or, for a
+nested grammar, free text).
 
 Nodes are frozen, slotted and hashable: equal nodes are one node, which lets the builders
 deduplicate alternatives and share rules. Build them with :func:`concat`, :func:`choice`,
@@ -20,7 +22,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Final, TypeAlias
+from typing import Final, Literal, TypeAlias
 
 WHITESPACE_MAX: Final = 32
 """The most layout whitespace accepted in one place."""
@@ -98,12 +100,31 @@ class FreeText:
     """Free text: up to and including the first ``stop`` (``""``: to the end, never holding
     ``avoid``), not beginning (after whitespace) with any of ``not_start``; with ``open``,
     whitespace and ``open`` come first (one lexeme in Lark: whitespace before a marker must
-    not be taken for free text)."""
+    not be taken for free text). ``max_tokens``: at most this many tokens of text (the
+    stop marker then follows); ``None``: unbounded."""
 
     stop: str
     not_start: tuple[str, ...] = ()
     avoid: str = ""
     open: str = ""
+    max_tokens: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Subgrammar:
+    """Text in the language of a grammar the request brings — a Lark grammar
+    (``syntax == "lark"``, llguidance's dialect) or a regular expression (``"regex"``) —
+    then ``stop``. A writer that cannot embed it writes ``FreeText(stop)``
+    (:attr:`fallback`): the text is then checked after parsing."""
+
+    syntax: Literal["lark", "regex"]
+    definition: str
+    stop: str
+
+    @property
+    def fallback(self) -> FreeText:
+        """Free text up to ``stop``, for writers that cannot embed the grammar."""
+        return FreeText(self.stop)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,7 +134,9 @@ class JsonValue:
     schema: str
 
 
-Node: TypeAlias = LiteralText | CharClass | Concat | Choice | Repeat | RuleRef | Layout | FreeText | JsonValue
+Node: TypeAlias = (
+    LiteralText | CharClass | Concat | Choice | Repeat | RuleRef | Layout | FreeText | JsonValue | Subgrammar
+)
 """Any node of the intermediate form."""
 
 EMPTY: Final = Concat(())

@@ -433,9 +433,10 @@ def json_value(schema: Any, root: Any) -> JsonValue:
 
 
 def close_schema(schema: Any, *, in_all_of: bool = False) -> Any:
-    """``schema`` with ``additionalProperties: false`` on objects that declare properties
-    and say nothing of others (not inside ``allOf``, whose parts are merged), and OpenAPI's
-    ``nullable: true`` as a ``"null"`` type."""
+    """``schema`` with ``additionalProperties: false`` on objects that declare their
+    properties (``"properties": {}`` included: none) and say nothing of others (not inside
+    ``allOf``, whose parts are merged), and OpenAPI's ``nullable: true`` as a ``"null"``
+    type."""
     if isinstance(schema, list):
         return [close_schema(s, in_all_of=in_all_of) for s in schema]
     if not isinstance(schema, Mapping):
@@ -461,7 +462,6 @@ def close_schema(schema: Any, *, in_all_of: bool = False) -> Any:
         not in_all_of
         and "allOf" not in out
         and isinstance(out.get("properties"), Mapping)
-        and out["properties"]
         and "additionalProperties" not in out
     ):
         out["additionalProperties"] = False

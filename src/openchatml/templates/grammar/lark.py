@@ -5,8 +5,11 @@ first. Terminal rules (:attr:`~.builder.RuleSet.terminals`) become upper-case le
 (``STR_3: /"…"/``), the others lower-case rules. Layout whitespace is ``_WS?``; a JSON value
 is an inline ``%json`` schema (``lenient``, with the same whitespace bound); free text is a
 lexeme ``TEXT_n`` that runs up to its marker, made lazy (``text_n[lazy]: TEXT_n``) so that it
-ends at the first occurrence. Text that equals a special token of the tokenizer is written
-as a token reference ``<[id]>``: llguidance matches a special token only so.
+ends at the first occurrence. Free text with ``max_tokens`` before a marker that is a special
+token is a rule ``text_n[max_tokens=N]: TEXT_n``: at the bound the lexeme ends and the marker
+must follow (a marker spelled as text cannot be forced so: its text stays unbounded). Text
+that equals a special token of the tokenizer is written as a token reference ``<[id]>``:
+llguidance matches a special token only so.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from .ir import (
     Node,
     Repeat,
     RuleRef,
+    Subgrammar,
     referenced_rules,
 )
 
@@ -47,6 +51,18 @@ def regex_char(code: int, *, in_class: bool) -> str:
     if char == "/":
         return "\\/"
     return char
+
+
+def regex_slashes(regex: str) -> str:
+    """``regex`` with its unescaped ``/`` escaped, to stand between Lark's slashes."""
+    out: list[str] = []
+    escaped = False
+    for char in regex:
+        if char == "/" and not escaped:
+            out.append("\\")
+        out.append(char)
+        escaped = char == "\\" and not escaped
+    return "".join(out)
 
 
 def regex_text(text: str) -> str:
@@ -76,6 +92,7 @@ class LarkWriter:
         self.extra_lines: list[str] = []
         self.free_text_rules: dict[FreeText, str] = {}
         self.json_rules: dict[str, str] = {}
+        self.subgrammar_rules: dict[tuple[str, str], str] = {}
         self.layout_used = False
 
     def write(self, start: str) -> str:
@@ -147,7 +164,24 @@ class LarkWriter:
             return f"({self.expression(node.item, top=True)}){node.quantifier}"
         if isinstance(node, FreeText):
             return self.free_text(node)
+        if isinstance(node, Subgrammar):
+            return self.subgrammar(node)
         return self.json(node)
+
+    def subgrammar(self, node: Subgrammar) -> str:
+        """A nested grammar then its stop: ``%lark { … }`` in a rule of its own, or a regular
+        expression as a lexeme."""
+        stop = self.pieces(node.stop) if node.stop else []
+        name = self.subgrammar_rules.get((node.syntax, node.definition))
+        if name is None:
+            name = self.rule_set.fresh_name("input")
+            if node.syntax == "lark":
+                self.extra_lines.append(f"{name}: %lark {{\n{node.definition.strip()}\n}}")
+            else:
+                name = name.upper()
+                self.extra_lines.append(f"{name}: /{regex_slashes(node.definition)}/")
+            self.subgrammar_rules[node.syntax, node.definition] = name
+        return " ".join([name, *stop])
 
     def json(self, node: JsonValue) -> str:
         """A rule ``json_n: %json {...}`` for the schema (one per schema)."""
@@ -171,7 +205,8 @@ class LarkWriter:
         opening = self.pieces(node.open) if node.open else []
         stop_pieces = self.pieces(node.stop) if node.stop else []
         if any(piece.startswith("<[") for piece in opening):
-            inner = self.free_text(FreeText(node.stop, node.not_start, node.avoid))
+            bare = FreeText(node.stop, node.not_start, node.avoid, max_tokens=node.max_tokens)
+            inner = self.free_text(bare)
             out = " ".join(["_WS?", *opening, inner])
             self.layout_used = True
             self.free_text_rules[node] = out
@@ -181,10 +216,16 @@ class LarkWriter:
         if node.not_start:
             heads = "|".join(regex_text(head) for head in node.not_start)
             exclude = f" & ~/{_BLANK}*(?:{heads})(?s:.*)/"
+        if node.avoid and not self.pieces(node.avoid)[0].startswith("<["):  # a token is never text
+            exclude += f" & ~/(?s:.*){regex_text(node.avoid)}(?s:.*)/"
         lexeme = self.rule_set.fresh_name("TEXT").upper()
         if not node.stop or stop_pieces[0].startswith("<["):
             self.extra_lines.append(f"{lexeme}: /{lead}(?s:.*)/{exclude}")
-            out = " ".join([lexeme, *stop_pieces])
+            text = lexeme
+            if node.max_tokens is not None:  # a bound holds a rule over one lexeme
+                text = lexeme.lower()
+                self.extra_lines.append(f"{text}[max_tokens={node.max_tokens}]: {lexeme}")
+            out = " ".join([text, *stop_pieces])
         else:
             stop = json.loads(stop_pieces[0])
             self.extra_lines.append(f"{lexeme}: /{lead}(?s:.*){regex_text(stop)}/{exclude}")

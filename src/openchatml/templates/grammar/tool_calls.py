@@ -55,8 +55,9 @@ from .ir import (
     optional,
     zero_or_more,
 )
+from .json_schema import json_value
 from .markers import marker_node, strip_edge
-from .tool_choice import ToolChoice, function_tools, select_tools
+from .tool_choice import FreeformTool, ToolChoice, offered_tools, select_tools
 from .tool_grammar import ToolGrammar, Trigger, write_tool_grammar
 
 
@@ -67,45 +68,84 @@ def tool_call_grammar(
     tool_choice: ToolChoice = "auto",
     parallel: bool = True,
     prefix: str = "",
+    freeform: Sequence[FreeformTool] = (),
+    answer_schema: Mapping[str, Any] | None = None,
+    reasoning_tokens: int | None = None,
     special_tokens: Mapping[str, int] | None = None,
 ) -> ToolGrammar:
-    """The grammars that hold a model with this format to calls of these tools.
+    """The grammars that hold a model with this format to what a request allows.
 
     ``tools``: function tools, as Chat Completions (``{"type": "function", "function":
     {...}}``) or Responses / bare (``{"name", "parameters"}``) objects; other tool types are
-    ignored. ``tool_choice``: see :data:`~.tool_choice.ToolChoice`. ``parallel``: several
-    calls in one message (only where the format writes several). ``prefix``: what the
-    prompt already wrote of the assistant's message (``"<think>\\n"`` when the generation
-    prompt opens the reasoning). ``special_tokens``: markers that are single special tokens
-    of the model's tokenizer, with their ids (used by the Lark grammar and the triggers).
+    ignored. ``freeform``: tools whose input is raw text (:class:`~.tool_choice.FreeformTool`),
+    called as a function with one string argument ``input`` (a regular expression becomes
+    the string's ``pattern``). ``tool_choice``: see :data:`~.tool_choice.ToolChoice`
+    (``none``: content only, never a call). ``parallel``: several calls in one message
+    (only where the format writes several). ``prefix``: what the prompt already wrote of
+    the assistant's message (``"<think>\\n"`` when the generation prompt opens the
+    reasoning). ``answer_schema``: the JSON Schema the content conforms to (``None``: free
+    text). ``reasoning_tokens``: a bound on the reasoning's tokens (where its end marker is
+    one special token). ``special_tokens``: markers that are single special tokens of the
+    model's tokenizer, with their ids (used by the Lark grammar and the triggers).
 
     A Harmony format (gpt-oss) gets :func:`~.harmony.harmony_tool_call_grammar` (``prefix``
     and ``parallel`` do not apply: the prompt ends at ``<|start|>assistant``, and a Harmony
     turn ends at its one call).
 
-    Raises :class:`UnsupportedTemplateError` when the format has no tool calls,
-    ``ValueError`` for a ``tool_choice`` of ``"none"``, one naming a tool that is not
-    offered, or no function tools at all.
+    Raises :class:`UnsupportedTemplateError` when the format has no tool calls and the
+    choice is not ``none``, ``ValueError`` for a choice naming a tool that is not offered,
+    no tool to call, or a Lark freeform tool (a format's JSON arguments cannot carry it).
     """
     if fmt.harmony:
-        return harmony_tool_call_grammar(tools, tool_choice=tool_choice, special_tokens=special_tokens)
-    if fmt.tools.syntax is ToolSyntax.NONE:
-        raise UnsupportedTemplateError(f"format {fmt.name or '(unnamed)'} has no tool-call syntax")
-    offered = function_tools(tools)
+        return harmony_tool_call_grammar(
+            tools,
+            tool_choice=tool_choice,
+            freeform=freeform,
+            answer_schema=answer_schema,
+            reasoning_tokens=reasoning_tokens,
+            special_tokens=special_tokens,
+        )
+    offered = offered_tools(tools, freeform)
     selection = select_tools(tool_choice, offered)
-    chosen = [(name, offered[name]) for name in selection.names]
+    if fmt.tools.syntax is ToolSyntax.NONE and selection.mode != "none":
+        raise UnsupportedTemplateError(f"format {fmt.name or '(unnamed)'} has no tool-call syntax")
+    chosen = [(name, _arguments_schema(offered[name])) for name in selection.names]
     several = parallel and fmt.tools.parallel
     builder = ToolCallRuleBuilder(fmt, chosen, several=several)
-    opener = builder.build(mode=selection.mode, prefix=prefix)
+    opener = builder.build(
+        mode=selection.mode, prefix=prefix, answer_schema=answer_schema, reasoning_tokens=reasoning_tokens
+    )
     specials = dict(special_tokens or {})
     return write_tool_grammar(
         builder.rule_set,
         specials,
-        triggers=_triggers(fmt.tools, opener, chosen, specials),
+        triggers=_triggers(fmt.tools, opener, chosen, specials) if chosen else (),
         lazy=selection.mode == "auto",
         tools=selection.names,
         parallel=several,
     )
+
+
+def _arguments_schema(tool: Any) -> Any:
+    """The arguments schema of an offered tool: its own (a function tool), or one string
+    ``input`` (a freeform tool; a regular expression becomes its ``pattern``). Raises
+    ``ValueError`` for a Lark freeform tool."""
+    if not isinstance(tool, FreeformTool):
+        return tool
+    if tool.syntax == "lark":
+        raise ValueError(
+            f"tool {tool.name!r} takes input in a Lark grammar, which this model's tool-call "
+            "format (JSON arguments) cannot carry; use a regular expression or free text"
+        )
+    text: dict[str, Any] = {"type": "string"}
+    if tool.syntax == "regex":
+        text["pattern"] = f"^(?:{tool.definition})$"
+    return {
+        "type": "object",
+        "properties": {"input": text},
+        "required": ["input"],
+        "additionalProperties": False,
+    }
 
 
 class ToolCallRuleBuilder:
@@ -124,17 +164,38 @@ class ToolCallRuleBuilder:
     def tool_format(self) -> ToolCallFormat:
         return self.fmt.tools
 
-    def build(self, *, mode: Literal["auto", "required"], prefix: str) -> str:
+    def build(
+        self,
+        *,
+        mode: Literal["none", "auto", "required"],
+        prefix: str,
+        answer_schema: Mapping[str, Any] | None = None,
+        reasoning_tokens: int | None = None,
+    ) -> str:
         """Define the rules :data:`~.builder.START` (the whole output) and
         :data:`~.builder.LAZY_START` (from the trigger on); return the opening literal of
-        the calls (``""``: none)."""
+        the calls (``""``: none). ``answer_schema``: the content is a JSON value of it;
+        ``reasoning_tokens``: a bound on the reasoning."""
+        reasoning, start_marker = self.reasoning(prefix, reasoning_tokens)
+        not_start = (start_marker,) if start_marker else ()
+        if answer_schema is not None:
+            answer: Node | None = concat(LAYOUT, json_value(answer_schema, answer_schema), LAYOUT)
+        else:
+            answer = None
+        if mode == "none":
+            avoid = ""
+            if self.fmt.tools.syntax is not ToolSyntax.NONE:
+                avoid = self.markers()[0].strip() or self.call_opening()
+            self.rule_set.define(START, concat(reasoning, answer or FreeText("", not_start, avoid=avoid)))
+            self.rule_set.define(LAZY_START, EMPTY)
+            return ""
         opener, rest = self.calls()
         calls = concat(LiteralText(opener), rest)
         end = LAYOUT
-        reasoning, start_marker = self.reasoning(prefix)
-        not_start = (start_marker,) if start_marker else ()
         if mode != "auto":
             body = concat(LAYOUT, calls, end)
+        elif answer is not None:
+            body = choice(concat(LAYOUT, calls, end), answer)
         elif opener:
             body = choice(
                 concat(FreeText(opener, not_start), rest, end),
@@ -148,8 +209,9 @@ class ToolCallRuleBuilder:
         return opener
 
     # -- reasoning
-    def reasoning(self, prefix: str) -> tuple[Node, str]:
-        """The reasoning part and the marker that opens it (free text must not begin with it)."""
+    def reasoning(self, prefix: str, bound: int | None = None) -> tuple[Node, str]:
+        """The reasoning part (its text at most ``bound`` tokens) and the marker that opens
+        it (free text must not begin with it)."""
         reasoning = self.fmt.reasoning
         if reasoning.mode is ReasoningMode.NONE or not reasoning.end:
             return EMPTY, ""
@@ -158,13 +220,14 @@ class ToolCallRuleBuilder:
             start = reasoning.start.strip() or reasoning.start
             opened = prefix.rfind(start)
             if opened >= 0 and prefix.find(end, opened) < 0:
-                return concat(FreeText(end), LAYOUT), ""
+                return concat(FreeText(end, max_tokens=bound), LAYOUT), ""
             if opened >= 0 or end in prefix:
                 return EMPTY, ""
-            return optional(concat(FreeText(end, open=start), LAYOUT)), start
+            return optional(concat(FreeText(end, open=start, max_tokens=bound), LAYOUT)), start
         if end in prefix:
             return EMPTY, ""
-        return concat(FreeText(end), LAYOUT), ""  # everything before the delimiter is reasoning
+        # everything before the delimiter is reasoning
+        return concat(FreeText(end, max_tokens=bound), LAYOUT), ""
 
     # -- calls
     def markers(self) -> tuple[str, str, str, str]:

@@ -1,35 +1,58 @@
 """The tools a grammar offers and the calls ``tool_choice`` allows: function tools in the
-shapes of Chat Completions and Responses, each with its closed parameters schema; the
-``tool_choice`` values of both APIs, ``allowed_tools`` included.
+shapes of Chat Completions and Responses, each with its parameters schema (closed when the
+tool is strict, any JSON object when it is not); freeform tools (:class:`FreeformTool`,
+the Responses API's ``custom`` tools) whose input is raw text, a Lark grammar's or a
+regular expression's; the ``tool_choice`` values of both APIs, ``none`` and
+``allowed_tools`` included.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeAlias
+from typing import Any, Final, Literal, TypeAlias
 
 from .json_schema import close_schema
 
 ToolChoice: TypeAlias = "str | Mapping[str, Any]"
-"""``"auto"``, ``"required"``, ``{"type": "function", "name": N}`` (Responses) or
-``{"type": "function", "function": {"name": N}}`` (Chat Completions), or
+"""``"none"``, ``"auto"``, ``"required"``, ``{"type": "function" | "custom", "name": N}``
+(Responses) or ``{"type": "function", "function": {"name": N}}`` (Chat Completions), or
 ``{"type": "allowed_tools", "mode": "auto" | "required", "tools": [...]}``."""
+
+ANY_OBJECT: Final[Mapping[str, Any]] = {"type": "object"}
+"""The arguments of a function tool that is not strict: any JSON object."""
+
+
+@dataclass(frozen=True, slots=True)
+class FreeformTool:
+    """A tool whose input is raw text (the Responses API's ``custom`` tool): free text
+    (``syntax == "text"``), or text in the language of a Lark grammar (``"lark"``,
+    llguidance's dialect) or of a regular expression (``"regex"``), ``definition``."""
+
+    name: str
+    syntax: Literal["text", "lark", "regex"] = "text"
+    definition: str = ""
+
+
+Offered: TypeAlias = "Mapping[str, Any]"
+"""Name → what a call of the tool carries: a JSON Schema of its arguments (a function
+tool) or a :class:`FreeformTool`."""
 
 
 @dataclass(frozen=True, slots=True)
 class ToolSelection:
-    """What a ``tool_choice`` allows: content or calls (``auto``) or calls only
-    (``required``), of the tools ``names``, in the order offered."""
+    """What a ``tool_choice`` allows: content only (``none``), content or calls (``auto``)
+    or calls only (``required``), of the tools ``names``, in the order offered."""
 
-    mode: Literal["auto", "required"]
+    mode: Literal["none", "auto", "required"]
     names: tuple[str, ...]
 
 
 def function_tools(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Name → parameters schema of each function tool, closed by
-    :func:`~.json_schema.close_schema` (no parameters: an empty object); other tool types
-    are left out. Raises ``ValueError`` for a function tool without a name."""
+    """Name → parameters schema of each function tool: closed by
+    :func:`~.json_schema.close_schema` (no parameters: an empty object), or any JSON object
+    where the tool says ``"strict": false``; other tool types are left out. Raises
+    ``ValueError`` for a function tool without a name."""
     out: dict[str, Any] = {}
     for tool in tools:
         if not isinstance(tool, Mapping) or tool.get("type", "function") != "function":
@@ -39,6 +62,9 @@ def function_tools(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         name = spec.get("name")
         if not isinstance(name, str) or not name:
             raise ValueError(f"a function tool without a name: {dict(tool)!r}")
+        if spec.get("strict") is False:
+            out.setdefault(name, dict(ANY_OBJECT))
+            continue
         parameters = spec.get("parameters")
         if parameters is None:
             parameters = {"type": "object", "properties": {}}
@@ -46,24 +72,40 @@ def function_tools(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def select_tools(choice: ToolChoice, offered: Mapping[str, Any]) -> ToolSelection:
-    """What ``choice`` allows of the ``offered`` tools (name → schema). Raises
-    ``ValueError`` for ``"none"``, an unknown choice or mode, a named tool that is not
-    offered, or no tool left to call."""
+def offered_tools(
+    tools: Sequence[Mapping[str, Any]], freeform: Sequence[FreeformTool] = ()
+) -> dict[str, Any]:
+    """The function tools (:func:`function_tools`) then the ``freeform`` ones, by name.
+    Raises ``ValueError`` for a name given twice across both kinds."""
+    offered = function_tools(tools)
+    for tool in freeform:
+        if tool.name in offered:
+            raise ValueError(f"two tools are named {tool.name!r}")
+        offered[tool.name] = tool
+    return offered
+
+
+def select_tools(choice: ToolChoice, offered: Offered) -> ToolSelection:
+    """What ``choice`` allows of the ``offered`` tools (name → schema or
+    :class:`FreeformTool`). ``"none"`` allows no call. Raises ``ValueError`` for an unknown
+    choice or mode, a named tool that is not offered, or, unless the choice is ``none``, no
+    tool left to call."""
     names = list(offered)
-    mode: Literal["auto", "required"]
+    mode: Literal["none", "auto", "required"]
     if isinstance(choice, str):
-        if choice == "none":
-            raise ValueError("tool_choice 'none' forbids tool calls: no tool-call grammar applies")
-        if choice not in ("auto", "required"):
+        if choice not in ("none", "auto", "required"):
             raise ValueError(f"unknown tool_choice {choice!r}")
+        if choice == "none":
+            return ToolSelection("none", ())
         mode = "auto" if choice == "auto" else "required"
     elif isinstance(choice, Mapping):
         kind = choice.get("type")
-        if kind == "function":
+        if kind in ("function", "custom"):
             name = _tool_name(choice)
             if name not in offered:
-                raise ValueError(f"tool_choice names {name!r}, which is not an offered function tool")
+                raise ValueError(f"tool_choice names {name!r}, which is not an offered tool")
+            if (kind == "custom") != isinstance(offered[name], FreeformTool):
+                raise ValueError(f"tool_choice names {name!r} as a {kind} tool, which it is not")
             mode, names = "required", [str(name)]
         elif kind == "allowed_tools":
             allowed_mode = str(choice.get("mode", "auto"))
@@ -76,7 +118,7 @@ def select_tools(choice: ToolChoice, offered: Mapping[str, Any]) -> ToolSelectio
     else:
         raise ValueError(f"unknown tool_choice {choice!r}")
     if not names:
-        raise ValueError("no function tool to call")
+        raise ValueError("no tool to call")
     return ToolSelection(mode, tuple(names))
 
 
@@ -87,7 +129,7 @@ def _tool_name(tool: Mapping[str, Any]) -> Any:
     return function.get("name") if isinstance(function, Mapping) else tool.get("name")
 
 
-def _allowed_names(tools: Any, offered: Mapping[str, Any]) -> list[str]:
+def _allowed_names(tools: Any, offered: Offered) -> list[str]:
     """The offered names among ``allowed_tools``' tools, once each, in their order."""
     allowed: list[str] = []
     for tool in tools:
