@@ -59,10 +59,12 @@ def lookup(**changes: Any) -> dict[str, Any]:
     }
 
 
-def with_query(**schema: Any) -> dict[str, Any]:
-    """A request offering ``lookup`` whose ``query`` parameter has ``schema`` added."""
+def with_query(strict: bool = True, **schema: Any) -> dict[str, Any]:
+    """A request offering ``lookup`` whose ``query`` parameter has ``schema`` added (a tool
+    that is not ``strict`` when its schema is no JSON Schema: a strict one would be
+    refused, its arguments enforced)."""
     parameters = {"type": "object", "properties": {"query": {**QUERY, **schema}}, "required": ["query"]}
-    return {"input": "Define tiny.", "tools": [lookup(parameters=parameters)]}
+    return {"input": "Define tiny.", "tools": [lookup(parameters=parameters, strict=strict)]}
 
 
 def call_turn(
@@ -115,7 +117,7 @@ FIELDS: list[Field] = [
         },
     ),
     Field("schema key", lambda t: with_query(**{t: "value"})),
-    Field("parameter type", lambda t: with_query(type=t)),
+    Field("parameter type", lambda t: with_query(strict=False, type=t)),
     Field("schema value", lambda t: with_query(format=t)),
     Field("call arguments", lambda t: call_turn(arguments=json.dumps({"query": t}))),
     Field("call argument name", lambda t: call_turn(arguments=json.dumps({t: "tiny"}))),

@@ -6,8 +6,8 @@ vocabulary — o200k_harmony for a Harmony model (``tokenizer`` ``None``), else 
 :class:`~openchatml.templates.model_tokenizer.ModelTokenizer` — with the control tokens
 (Harmony's specials; a template model's markers and stop ids) as special tokens: the
 grammar matches them only as tokens (``<[id]>``), never as their spelled text.
-:meth:`Guidance.check` compiles a Lark grammar (its verdict cached per text);
-:meth:`Guidance.matcher` hands out a :class:`GrammarMatcher` for one generation, copied
+:func:`check_grammar` compiles a Lark grammar without any model vocabulary (its verdict
+cached per text); :meth:`Guidance.matcher` hands out a :class:`GrammarMatcher` for one generation, copied
 from a matcher compiled once per grammar text and kept in a small LRU cache. A matcher's
 :meth:`~GrammarMatcher.allowed` is a boolean array over the vocabulary; the sampler sets the
 others' logits to minus infinity, samples, and :meth:`~GrammarMatcher.advance` the matcher.
@@ -20,6 +20,8 @@ neither token references nor Lark.
 
 from __future__ import annotations
 
+import functools
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
@@ -107,7 +109,6 @@ class Guidance:
         self.vocab_size = len(vocabulary.tokens)
         self.tokenizer = llg.LLTokenizer(llg.TokenizerWrapper(vocabulary))
         self._compiled: OrderedDict[str, Any] = OrderedDict()
-        self._verdicts: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
 
     @classmethod
@@ -123,19 +124,6 @@ class Guidance:
         with cls._shared_lock:
             cls._shared[key] = (tokenizer, built)
         return built
-
-    def check(self, lark: str) -> str:
-        """Compile ``lark`` over this vocabulary: ``""`` when it compiles, else why not."""
-        with self._lock:
-            if lark in self._verdicts:
-                self._verdicts.move_to_end(lark)
-                return self._verdicts[lark]
-        verdict = llg.LLMatcher.validate_grammar(llg.LLMatcher.grammar_from_lark(lark), self.tokenizer)
-        with self._lock:
-            self._verdicts[lark] = verdict
-            if len(self._verdicts) > CACHE_SIZE * 4:
-                self._verdicts.popitem(last=False)
-        return verdict
 
     def matcher(self, lark: str) -> GrammarMatcher:
         """A fresh matcher of ``lark`` for one generation; raises :class:`GrammarError`
@@ -153,6 +141,45 @@ class Guidance:
             if len(self._compiled) > CACHE_SIZE:
                 self._compiled.popitem(last=False)
         return GrammarMatcher(compiled.deep_copy(), self.vocab_size)
+
+
+class _ByteVocabulary:
+    """One token per byte, an end token, then ``specials`` special tokens: enough to
+    compile any grammar whose token references are renumbered into them."""
+
+    def __init__(self, specials: int) -> None:
+        self.tokens = [bytes([i]) for i in range(256)] + [b"<end>"]
+        self.tokens += [f"<special {i}>".encode() for i in range(specials)]
+        self.eos_token_id = 256
+        self.bos_token_id = None
+        self.special_token_ids = list(range(256, len(self.tokens)))
+
+    def __call__(self, text: str) -> list[int]:
+        return list(text.encode())
+
+
+_TOKEN_REFERENCE: Final = re.compile(r"<\[(\d+)\]>")
+
+
+@functools.lru_cache(maxsize=8)
+def _checker(specials: int) -> Any:
+    return llg.LLTokenizer(llg.TokenizerWrapper(_ByteVocabulary(specials)))
+
+
+@functools.lru_cache(maxsize=CACHE_SIZE * 4)
+def check_grammar(lark: str) -> str:
+    """Whether ``lark`` compiles: ``""`` if it does, else llguidance's reason. The check
+    needs no model vocabulary — token references are renumbered into a byte-level one — so
+    a server checks a request's grammar before generation whatever engine samples it."""
+    numbers: dict[str, int] = {}
+
+    def renumbered(match: re.Match[str]) -> str:
+        number = numbers.setdefault(match.group(1), 257 + len(numbers))
+        return f"<[{number}]>"
+
+    text = _TOKEN_REFERENCE.sub(renumbered, lark)
+    size = 1 << max(len(numbers), 1).bit_length()
+    return str(llg.LLMatcher.validate_grammar(llg.LLMatcher.grammar_from_lark(text), _checker(size)))
 
 
 def mask_stops(allowed: NDArray[np.bool_], matcher: GrammarMatcher, stops: Sequence[int]) -> None:

@@ -3,7 +3,9 @@ core codec) or its own chat template (any other model).
 
 A :class:`Dialect` turns a request's conversation into prompt ids and sampling settings
 (``prepare``), and gives each response the parser of the ids sampled for it
-(``parser``) and the vocabulary its log probabilities are reported in. The rest of the
+(``parser``) and the vocabulary its log probabilities are reported in. Prompts come with the
+grammar the request's output is sampled under (:mod:`.grammar`): its tool choice, strict
+arguments and answer schema, in the dialect's own output syntax. The rest of the
 Open Responses layer does not know which dialect it serves: a template model's reasoning,
 answers and tool calls arrive as the same OpenChatML messages as gpt-oss's.
 
@@ -28,6 +30,7 @@ from ..templates.model_tokenizer import ModelTokenizer
 from ..templates.parsing import ParseOptions
 from ..templates.tokenize import prompt_ids
 from .errors import RequestError
+from .grammar import ModelFormat, response_grammar
 from .request import ResponseRequest
 from .runner import Prepared, RenderedPrompt, prepare
 from .stream import TokenParser, Vocabulary
@@ -67,10 +70,12 @@ class HarmonyDialect:
         context_length: int | None,
         max_input_tokens: int | None = None,
     ) -> Prepared:
-        """Harmony prompt ids and sampling settings (see :func:`~.runner.prepare`)."""
-        return prepare(
+        """Harmony prompt ids and sampling settings (see :func:`~.runner.prepare`), under
+        the request's grammar (:func:`~.grammar.response_grammar`)."""
+        prepared = prepare(
             request, conversation, context_length=context_length, max_input_tokens=max_input_tokens
         )
+        return constrained(prepared, request, ModelFormat())
 
     def parser(self, request: ResponseRequest, prepared: Prepared) -> TokenParser | None:
         """``None``: the response stream's own Harmony parser."""
@@ -171,13 +176,25 @@ class TemplateDialect:
         header = self.format.generation_prompt.header
         text = prepared.text or ""
         prefix = text[text.rindex(header) + len(header) :] if header and header in text else ""
-        return replace(prepared, prefix=prefix)
+        prepared = replace(prepared, prefix=prefix)
+        model = ModelFormat(self.format, tuple(self.tokenizer.markers.items()))
+        return constrained(prepared, request, model)
 
     def parser(self, request: ResponseRequest, prepared: Prepared) -> TokenParser | None:
         """The parser of this response's ids: the template's parser, started from what
         the prompt already wrote of the answer."""
         options = ParseOptions(tools=tuple(_tool_json(t) for t in request.tools), prefix=prepared.prefix)
         return TemplateTokenParser(self.format, self.tokenizer, stop_ids=self.stop_ids, options=options)
+
+
+def constrained(prepared: Prepared, request: ResponseRequest, model: ModelFormat) -> Prepared:
+    """``prepared`` sampled under the request's grammar, if it has one (see
+    :func:`~.grammar.response_grammar`); raises :class:`RequestError` for one that cannot be
+    enforced."""
+    grammar = response_grammar(request, model, prefix=prepared.prefix, max_tokens=prepared.params.max_tokens)
+    if grammar is None:
+        return prepared
+    return replace(prepared, params=replace(prepared.params, grammar=grammar))
 
 
 def _tool_json(tool: FunctionTool) -> dict[str, Any]:

@@ -1,0 +1,215 @@
+"""The grammar a response is sampled under: what its request allows, as the engines take it.
+
+:func:`response_grammar` turns a checked request — its function tools (strict or not), its
+``tool_choice``, its ``text.format`` — and the model's output format (Harmony, or a chat
+template's analysed format) into a :class:`~..templates.grammar.ToolGrammar`, compiled once
+(:func:`~..engines.guidance.check_grammar`) to refuse, before any generation, what the grammar engine
+cannot take: each refusal a :class:`~.errors.RequestError` naming the ``param`` at fault
+(``tools[2].parameters``, ``text.format.schema``, ``tool_choice``). ``None`` where nothing
+constrains the output (no tools, or ``auto`` over none, and free text).
+
+Reasoning stays free but bounded: with ``max_tokens`` to spend, the text before the answer
+or the call gets at most ``max_tokens - reserve`` tokens (:func:`reasoning_bound`), so that
+a forced call or a schema-conforming answer has room to finish.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..engines.guidance import check_grammar
+from ..templates.errors import UnsupportedTemplateError
+from ..templates.format import TemplateFormat, ToolSyntax
+from ..templates.grammar import ToolGrammar, harmony_tool_call_grammar, tool_call_grammar
+from ..templates.grammar.json_schema import close_schema
+from .errors import RequestError
+from .request import ResponseRequest
+from .wire.tools import AllowedTools, FunctionChoice, FunctionTool, JsonObjectFormat, JsonSchemaFormat
+
+RESERVE: Final = 256
+"""Tokens kept for the constrained part (a call, a structured answer) out of a budget."""
+ANY_OBJECT: Final[Mapping[str, Any]] = {"type": "object"}
+ANY_VALUE: Final[Mapping[str, Any]] = {}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFormat:
+    """How the model writes its output: Harmony (``template`` ``None``), or a chat
+    template's ``template`` format with the ``markers`` its tokenizer holds as tokens."""
+
+    template: TemplateFormat | None = None
+    markers: tuple[tuple[str, int], ...] = ()
+
+
+def reasoning_bound(max_tokens: int | None) -> int | None:
+    """The tokens reasoning may take of ``max_tokens`` (``None``: unbounded): all but
+    :data:`RESERVE` (half of a smaller budget), rounded down to one of a few values (so
+    that nearby budgets share one compiled grammar: at most an eighth is lost)."""
+    if max_tokens is None:
+        return None
+    free = max_tokens - min(RESERVE, max_tokens // 2)
+    if free < 8:
+        return max(free, 0)
+    step = 1 << (free.bit_length() - 4)  # 8 to 15 steps of the leading power of two
+    return free // step * step
+
+
+def response_grammar(
+    request: ResponseRequest,
+    model: ModelFormat,
+    *,
+    prefix: str = "",
+    max_tokens: int | None = None,
+) -> ToolGrammar | None:
+    """The grammar ``request``'s output is sampled under (see the module docstring);
+    ``prefix``: what a template's prompt already wrote of the answer. Raises
+    :class:`RequestError` for a ``tool_choice`` the format cannot express or a schema or
+    grammar the grammar engine cannot compile."""
+    answer = _answer_schema(request)
+    choice = _choice(request) if request.tools else "none"
+    template = model.template
+    writes_calls = template is None or template.tools.syntax is not ToolSyntax.NONE
+    if not writes_calls and _mode(choice) == "auto":
+        choice = "none"  # the template writes no calls: the answer is all there is to hold
+    if answer is None and choice == "none" and not (request.tools and writes_calls):
+        return None
+    tools = tuple(_tool_json(tool) for tool in request.tools)
+    grammar = _built(
+        model,
+        json.dumps(tools, sort_keys=True),
+        json.dumps(choice, sort_keys=True),
+        None if answer is None else json.dumps(answer, sort_keys=True),
+        request.parallel_tool_calls,
+        prefix,
+        reasoning_bound(max_tokens),
+    )
+    _check(grammar, request, answer)
+    return grammar
+
+
+def _mode(choice: Any) -> str:
+    """``none``, ``auto`` or ``required``: what a builder's ``tool_choice`` leaves to the model."""
+    if isinstance(choice, str):
+        return choice
+    return str(choice.get("mode", "auto")) if choice.get("type") == "allowed_tools" else "required"
+
+
+def _choice(request: ResponseRequest) -> Any:
+    """The request's ``tool_choice`` as the grammar builders take it."""
+    choice = request.tool_choice
+    if isinstance(choice, FunctionChoice):
+        return {"type": "function", "name": choice.name}
+    if isinstance(choice, AllowedTools):
+        tools = [{"type": tool.type or "function", "name": tool.name} for tool in choice.tools]
+        return {"type": "allowed_tools", "mode": choice.mode, "tools": tools}
+    return choice
+
+
+def _tool_json(tool: FunctionTool) -> dict[str, Any]:
+    return {
+        "type": "function",
+        "name": tool.name,
+        "parameters": dict(tool.parameters) if tool.parameters is not None else None,
+        "strict": tool.strict is not False,
+    }
+
+
+def _answer_schema(request: ResponseRequest) -> Mapping[str, Any] | None:
+    """The JSON Schema the answer conforms to: a strict ``json_schema`` format's (closed),
+    or one that is not strict where the grammar engine takes it (else any JSON value: best
+    effort, never an error); any JSON object for ``json_object``; ``None`` for text."""
+    fmt = request.text_format
+    if isinstance(fmt, JsonSchemaFormat) and fmt.json_schema is not None:
+        schema = dict(fmt.json_schema)
+        if fmt.strict:
+            closed: Mapping[str, Any] = close_schema(schema)
+            return closed
+        return schema if not check_grammar(_schema_grammar(schema)) else ANY_VALUE
+    if isinstance(fmt, JsonObjectFormat):
+        return ANY_OBJECT
+    return None
+
+
+@functools.lru_cache(maxsize=256)
+def _built(
+    model: ModelFormat,
+    tools: str,
+    choice: str,
+    answer: str | None,
+    parallel: bool,
+    prefix: str,
+    bound: int | None,
+) -> ToolGrammar:
+    """The grammar of one distinct (format, tools, choice, answer, budget): built once."""
+    tool_list = json.loads(tools)
+    for tool in tool_list:
+        if tool["parameters"] is None:
+            del tool["parameters"]
+    tool_choice = json.loads(choice)
+    answer_schema = None if answer is None else json.loads(answer)
+    try:
+        if model.template is None:
+            return harmony_tool_call_grammar(
+                tool_list, tool_choice=tool_choice, answer_schema=answer_schema, reasoning_tokens=bound
+            )
+        return tool_call_grammar(
+            model.template,
+            tool_list,
+            tool_choice=tool_choice,
+            parallel=parallel,
+            prefix=prefix,
+            answer_schema=answer_schema,
+            reasoning_tokens=bound,
+            special_tokens=dict(model.markers),
+        )
+    except UnsupportedTemplateError as exc:
+        raise RequestError(
+            f"This model's chat template cannot express tool_choice {tool_choice!r}: {exc}",
+            param="tool_choice",
+            code="unsupported_tool_choice",
+        ) from exc
+    except ValueError as exc:
+        raise RequestError(
+            f"Invalid tool_choice: {exc}.", param="tool_choice", code="unsupported_tool_choice"
+        ) from exc
+
+
+def _check(grammar: ToolGrammar, request: ResponseRequest, answer: Mapping[str, Any] | None) -> None:
+    """Refuse a grammar the engine cannot compile, naming the part at fault."""
+    verdict = check_grammar(grammar.lark)
+    if not verdict:
+        return
+    for index, tool in enumerate(request.tools):
+        if tool.strict is not False and tool.parameters is not None:
+            problem = check_grammar(_schema_grammar(close_schema(dict(tool.parameters))))
+            if problem:
+                raise _schema_error(f"tools[{index}].parameters", problem)
+    if answer is not None:
+        problem = check_grammar(_schema_grammar(answer))
+        if problem:
+            raise _schema_error("text.format.schema", problem)
+    raise RequestError(
+        f"The request's tools and formats cannot be enforced: {_first_line(verdict)}",
+        param="tools",
+        code="invalid_grammar",
+    )
+
+
+def _schema_grammar(schema: Mapping[str, Any]) -> str:
+    return f"start: %json {json.dumps(schema)}\n"
+
+
+def _schema_error(param: str, problem: str) -> RequestError:
+    return RequestError(
+        f"Invalid schema at '{param}': the grammar engine cannot enforce it: {_first_line(problem)}",
+        param=param,
+        code="invalid_schema",
+    )
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
