@@ -3,6 +3,11 @@
 ``validate(instance, "ResponseResource")`` raises ``jsonschema.ValidationError`` when
 ``instance`` does not match ``#/components/schemas/ResponseResource``. The document is
 read from this folder (a copy of ``shared/specs``), or ``$OPENRESPONSES_SPEC``.
+
+Extensions (a ``type`` with a provider prefix, ``openai:custom_tool_call``) have no schema
+in the document: :func:`known` leaves them out of an object, so that the rest is checked
+where the document has it; :func:`validate_event` checks an extension event for what the
+specification asks of every one (``type``, ``sequence_number``).
 """
 
 from __future__ import annotations
@@ -76,11 +81,42 @@ def _event_schemas() -> dict[str, str]:
     return out
 
 
+def is_extension(kind: Any) -> bool:
+    """Whether ``kind`` (a ``type``) is an extension's: a provider prefix, ``openai:…``."""
+    return isinstance(kind, str) and ":" in kind
+
+
+def known(value: Any) -> Any:
+    """``value`` without the extensions it holds: left out of arrays (``output``,
+    ``tools``); ``null`` as a field (an event's ``item``), but a ``tool_choice`` naming
+    an extension tool, which is ``required`` (what naming a tool asks)."""
+    if isinstance(value, list):
+        return [known(v) for v in value if not (isinstance(v, dict) and is_extension(v.get("type")))]
+    if not isinstance(value, dict):
+        return value
+    out: dict[str, Any] = {}
+    for key, entry in value.items():
+        if isinstance(entry, dict) and is_extension(entry.get("type")):
+            out[key] = "required" if key == "tool_choice" else None
+        else:
+            out[key] = known(entry)
+    return out
+
+
 def validate_event(event: dict[str, Any]) -> None:
-    """Validate a streaming event against the schema its ``type`` names."""
+    """Validate a streaming event against the schema its ``type`` names (what it holds of
+    extensions left out, see :func:`known`); an extension event needs an integer
+    ``sequence_number``."""
     if not STREAMING_EVENT_SCHEMAS:
         STREAMING_EVENT_SCHEMAS.update(_event_schemas())
-    name = STREAMING_EVENT_SCHEMAS.get(event.get("type", ""))
+    kind = event.get("type", "")
+    if is_extension(kind):
+        if isinstance(event.get("sequence_number"), bool) or not isinstance(
+            event.get("sequence_number"), int
+        ):
+            raise jsonschema.ValidationError(f"extension event {kind!r} without an integer sequence_number")
+        return
+    name = STREAMING_EVENT_SCHEMAS.get(kind)
     if name is None:
-        raise jsonschema.ValidationError(f"unknown streaming event type {event.get('type')!r}")
-    validate(event, name)
+        raise jsonschema.ValidationError(f"unknown streaming event type {kind!r}")
+    validate(known(event), name)

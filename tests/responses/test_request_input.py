@@ -266,7 +266,8 @@ def test_typed_items_and_their_json() -> None:
             "input[0].type",
             "invalid_value",
             "Invalid input item type 'wat' at 'input[0]'. Supported types are: 'message', "
-            "'function_call', 'function_call_output', 'reasoning', 'compaction', 'item_reference'.",
+            "'function_call', 'function_call_output', 'openai:custom_tool_call', "
+            "'openai:custom_tool_call_output', 'reasoning', 'compaction', 'item_reference'.",
         ),
         (
             {"input": [{"role": "user", "content": [{"type": "output_text", "text": "x"}]}]},
@@ -334,13 +335,13 @@ def test_typed_items_and_their_json() -> None:
             {"input": "x", "tools": [{"type": "mcp"}]},
             "tools[0].type",
             "unsupported_tool_type",
-            "Unsupported tool type 'mcp' at 'tools[0]': this server offers function tools only.",
+            "Unsupported tool type 'mcp' at 'tools[0]': this server offers function and custom tools.",
         ),
         (
             {"input": "x", "tool_choice": {"type": "mcp"}},
             "tool_choice.type",
             "invalid_value",
-            "Invalid tool_choice type 'mcp': expected 'function' or 'allowed_tools'.",
+            "Invalid tool_choice type 'mcp': expected 'function', 'custom' or 'allowed_tools'.",
         ),
         (
             {

@@ -54,7 +54,9 @@ def scripted_logprob(token: int, top: int) -> TokenLogprob:
 
 class ScriptedEngine:
     """An engine that samples a script: ``script(prompt)`` gives the ids to play back;
-    ``tokenizer``: the model's (``None``: Harmony)."""
+    ``tokenizer``: the model's (``None``: Harmony). ``enforces_grammar``: whether it stands
+    for an engine that samples under the request's grammar (a script that keeps to it):
+    the server then streams calls as they come instead of holding each until it is checked."""
 
     def __init__(
         self,
@@ -64,10 +66,11 @@ class ScriptedEngine:
         delay: float = 0.0,
         context_length: int = 8192,
         tokenizer: ModelTokenizer | None = None,
+        enforces_grammar: bool = False,
     ) -> None:
         self.script = script if callable(script) else (lambda prompt, ids=list(script): ids)
         self.tokenizer = tokenizer
-        self.enforces_grammar = False  # plays its script whatever the grammar
+        self.enforces_grammar = enforces_grammar
         self.chunk = chunk
         self.delay = delay
         self.prompts: list[list[int]] = []

@@ -182,6 +182,36 @@ def check_grammar(lark: str) -> str:
     return str(llg.LLMatcher.validate_grammar(llg.LLMatcher.grammar_from_lark(text), _checker(size)))
 
 
+@functools.lru_cache(maxsize=CACHE_SIZE)
+def _language(syntax: str, definition: str) -> Any:
+    """A matcher of the language of a Lark grammar or a regular expression, over bytes."""
+    if syntax == "lark":
+        grammar = llg.LLMatcher.grammar_from_lark(definition)
+    else:
+        grammar = llg.LLMatcher.grammar_from_regex(definition)
+    return llg.LLMatcher(_checker(1), grammar, log_level=0)
+
+
+def check_language(syntax: str, definition: str) -> str:
+    """Whether a custom tool's grammar compiles — a Lark grammar (``syntax`` ``"lark"``) or
+    a regular expression (``"regex"``, llguidance's syntax: no look-around, no
+    backreferences): ``""`` if it does, else why not."""
+    if syntax == "lark":
+        return check_grammar(definition)
+    grammar = llg.LLMatcher.grammar_from_regex(definition)
+    return str(llg.LLMatcher.validate_grammar(grammar, _checker(1)))
+
+
+def in_language(syntax: str, definition: str, text: str) -> bool:
+    """Whether ``text`` is in the language of ``definition``, a Lark grammar (``syntax``
+    ``"lark"``) or a regular expression (``"regex"``), as the sampler reads them (a regular
+    expression matches the whole text). ``False`` where the grammar does not compile."""
+    matcher = _language(syntax, definition).deep_copy()
+    if matcher.is_error():
+        return False
+    return bool(matcher.consume_tokens(list(text.encode())) and matcher.is_accepting())
+
+
 def mask_stops(allowed: NDArray[np.bool_], matcher: GrammarMatcher, stops: Sequence[int]) -> None:
     """Allow the ``stops`` in ``allowed`` where the output may end (a template model's end
     of turn is a stop id the grammar does not name)."""

@@ -29,6 +29,7 @@ from ..templates.format import TemplateFormat
 from ..templates.model_tokenizer import ModelTokenizer
 from ..templates.parsing import ParseOptions
 from ..templates.tokenize import prompt_ids
+from .custom_tools import template_tool, with_input_arguments
 from .errors import RequestError
 from .grammar import ModelFormat, response_grammar
 from .request import ResponseRequest
@@ -141,11 +142,11 @@ class TemplateDialect:
         return self.tokenizer
 
     def _render(self, conversation: Conversation, request: ResponseRequest) -> RenderedPrompt:
-        tools = [_tool_json(t) for t in request.tools] or None
+        tools = _tools_json(request) or None
         try:
             text, ids = prompt_ids(
                 self.template,
-                conversation,
+                with_input_arguments(conversation),
                 self.tokenizer,
                 tools=tools,
                 thinking=request.reasoning_effort,
@@ -183,7 +184,7 @@ class TemplateDialect:
     def parser(self, request: ResponseRequest, prepared: Prepared) -> TokenParser | None:
         """The parser of this response's ids: the template's parser, started from what
         the prompt already wrote of the answer."""
-        options = ParseOptions(tools=tuple(_tool_json(t) for t in request.tools), prefix=prepared.prefix)
+        options = ParseOptions(tools=tuple(_tools_json(request)), prefix=prepared.prefix)
         return TemplateTokenParser(self.format, self.tokenizer, stop_ids=self.stop_ids, options=options)
 
 
@@ -195,6 +196,11 @@ def constrained(prepared: Prepared, request: ResponseRequest, model: ModelFormat
     if grammar is None:
         return prepared
     return replace(prepared, params=replace(prepared.params, grammar=grammar))
+
+
+def _tools_json(request: ResponseRequest) -> list[dict[str, Any]]:
+    """The request's function tools, then its custom tools (functions of one string ``input``)."""
+    return [*map(_tool_json, request.tools), *map(template_tool, request.custom_tools)]
 
 
 def _tool_json(tool: FunctionTool) -> dict[str, Any]:

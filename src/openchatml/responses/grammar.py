@@ -26,9 +26,18 @@ from ..templates.errors import UnsupportedTemplateError
 from ..templates.format import TemplateFormat, ToolSyntax
 from ..templates.grammar import ToolGrammar, harmony_tool_call_grammar, tool_call_grammar
 from ..templates.grammar.json_schema import close_schema
+from ..templates.grammar.tool_choice import FreeformTool
 from .errors import RequestError
 from .request import ResponseRequest
-from .wire.tools import AllowedTools, FunctionChoice, FunctionTool, JsonObjectFormat, JsonSchemaFormat
+from .wire.tools import (
+    AllowedTools,
+    CustomChoice,
+    CustomTool,
+    FunctionChoice,
+    FunctionTool,
+    JsonObjectFormat,
+    JsonSchemaFormat,
+)
 
 RESERVE: Final = 256
 """Tokens kept for the constrained part (a call, a structured answer) out of a budget."""
@@ -70,17 +79,20 @@ def response_grammar(
     :class:`RequestError` for a ``tool_choice`` the format cannot express or a schema or
     grammar the grammar engine cannot compile."""
     answer = _answer_schema(request)
-    choice = _choice(request) if request.tools else "none"
+    offered = bool(request.tools or request.custom_tools)
+    choice = _choice(request) if offered else "none"
     template = model.template
     writes_calls = template is None or template.tools.syntax is not ToolSyntax.NONE
     if not writes_calls and _mode(choice) == "auto":
         choice = "none"  # the template writes no calls: the answer is all there is to hold
-    if answer is None and choice == "none" and not (request.tools and writes_calls):
+    if answer is None and choice == "none" and not (offered and writes_calls):
         return None
     tools = tuple(_tool_json(tool) for tool in request.tools)
+    freeform = tuple(_freeform(tool) for tool in request.custom_tools)
     grammar = _built(
         model,
         json.dumps(tools, sort_keys=True),
+        freeform,
         json.dumps(choice, sort_keys=True),
         None if answer is None else json.dumps(answer, sort_keys=True),
         request.parallel_tool_calls,
@@ -103,10 +115,19 @@ def _choice(request: ResponseRequest) -> Any:
     choice = request.tool_choice
     if isinstance(choice, FunctionChoice):
         return {"type": "function", "name": choice.name}
+    if isinstance(choice, CustomChoice):
+        return {"type": "custom", "name": choice.name}
     if isinstance(choice, AllowedTools):
-        tools = [{"type": tool.type or "function", "name": tool.name} for tool in choice.tools]
+        tools = [{"name": tool.name} for tool in choice.tools]
         return {"type": "allowed_tools", "mode": choice.mode, "tools": tools}
     return choice
+
+
+def _freeform(tool: CustomTool) -> FreeformTool:
+    grammar = tool.grammar
+    if grammar is None:
+        return FreeformTool(tool.name)
+    return FreeformTool(tool.name, grammar.syntax, grammar.definition)
 
 
 def _tool_json(tool: FunctionTool) -> dict[str, Any]:
@@ -138,6 +159,7 @@ def _answer_schema(request: ResponseRequest) -> Mapping[str, Any] | None:
 def _built(
     model: ModelFormat,
     tools: str,
+    freeform: tuple[FreeformTool, ...],
     choice: str,
     answer: str | None,
     parallel: bool,
@@ -154,7 +176,11 @@ def _built(
     try:
         if model.template is None:
             return harmony_tool_call_grammar(
-                tool_list, tool_choice=tool_choice, answer_schema=answer_schema, reasoning_tokens=bound
+                tool_list,
+                tool_choice=tool_choice,
+                freeform=freeform,
+                answer_schema=answer_schema,
+                reasoning_tokens=bound,
             )
         return tool_call_grammar(
             model.template,
@@ -162,6 +188,7 @@ def _built(
             tool_choice=tool_choice,
             parallel=parallel,
             prefix=prefix,
+            freeform=freeform,
             answer_schema=answer_schema,
             reasoning_tokens=bound,
             special_tokens=dict(model.markers),
@@ -173,6 +200,13 @@ def _built(
             code="unsupported_tool_choice",
         ) from exc
     except ValueError as exc:
+        lark = next((t for t in freeform if t.syntax == "lark" and repr(t.name) in str(exc)), None)
+        if lark is not None:
+            raise RequestError(
+                f"This model cannot take custom tool {lark.name!r}: {exc}.",
+                param="tools",
+                code="unsupported_custom_tool",
+            ) from exc
         raise RequestError(
             f"Invalid tool_choice: {exc}.", param="tool_choice", code="unsupported_tool_choice"
         ) from exc

@@ -44,6 +44,16 @@ def function_call_output_id() -> str:
     return new_id("fco")
 
 
+def custom_tool_call_id() -> str:
+    """A fresh custom tool call item id (``ctc_…``)."""
+    return new_id("ctc")
+
+
+def custom_tool_call_output_id() -> str:
+    """A fresh custom tool call output item id (``ctco_…``)."""
+    return new_id("ctco")
+
+
 def compaction_id() -> str:
     """A fresh compaction item id (``cmp_…``)."""
     return new_id("cmp")

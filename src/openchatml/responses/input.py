@@ -5,13 +5,15 @@ model samples after:
 
 * a ``system`` message from the server's settings and the request (reasoning effort,
   knowledge cutoff, current date);
-* a ``developer`` message from ``instructions``, the function ``tools`` (JSON Schema,
-  rendered as TypeScript) and a ``json_schema`` text format (``# Response Formats``);
+* a ``developer`` message from ``instructions``, the ``tools`` (a function's JSON Schema
+  rendered as TypeScript; a custom tool as a function of one string, see
+  :mod:`.custom_tools`) and a ``json_schema`` text format (``# Response Formats``);
 * one message per item: user / system / developer messages as they are (system and
   developer items become developer messages: Harmony has one system message, the
   server's), assistant messages on ``final`` or, with ``phase: commentary``, on
-  ``commentary``; function calls on ``commentary to=functions.NAME``; their outputs as
-  ``functions.NAME`` tool messages; reasoning items as ``analysis`` (from ``content``,
+  ``commentary``; function calls on ``commentary to=functions.NAME`` (JSON arguments),
+  custom tool calls likewise with their raw input and no content type; the outputs of
+  both as ``functions.NAME`` tool messages; reasoning items as ``analysis`` (from ``content``,
   else the sealed ``encrypted_content``, else the summary); compaction items expand to
   the messages they sealed.
 
@@ -47,12 +49,15 @@ from ..core.interchange import InterchangeError, message_from_json
 from ..core.messages import Conversation, Intent, Message, Role
 from . import ids
 from .crypto import Sealer
+from .custom_tools import FUNCTIONS, custom_call, harmony_tool, is_custom_call
 from .errors import RequestError
 from .request import ResponseRequest
 from .wire.content import InputFile, InputPart, InputText, OutputPart, OutputText, ReasoningText
 from .wire.items import (
     AssistantMessage,
     CompactionItem,
+    CustomToolCall,
+    CustomToolCallOutput,
     DeveloperMessage,
     FunctionCall,
     FunctionCallOutput,
@@ -67,7 +72,6 @@ from .wire.tools import JsonSchemaFormat
 
 REASONING_KIND: Final = "reasoning"
 COMPACTION_KIND: Final = "compaction"
-FUNCTIONS: Final = "functions."
 
 _EFFORT: Final = {
     "none": ReasoningEffort.LOW,
@@ -118,10 +122,11 @@ def system_message(request: ResponseRequest, settings: PromptSettings) -> Messag
 def _offered_tools(request: ResponseRequest) -> list[ToolDescription]:
     if request.tool_choice == "none":
         return []
-    return [
+    functions = [
         ToolDescription(t.name, t.description or "", dict(t.parameters) if t.parameters is not None else None)
         for t in request.tools
     ]
+    return functions + [harmony_tool(t) for t in request.custom_tools]
 
 
 def developer_message(request: ResponseRequest) -> Message | None:
@@ -231,7 +236,7 @@ def item_messages(
     items: Sequence[InputItem], *, sealer: Sealer | None = None, param: str = "input"
 ) -> list[Message]:
     """The messages of ``items`` in order (no system or request developer message)."""
-    call_names = {i.call_id: i.name for i in items if isinstance(i, FunctionCall)}
+    call_names = {i.call_id: i.name for i in items if isinstance(i, FunctionCall | CustomToolCall)}
     out: list[Message] = []
     for index, item in enumerate(items):
         out.extend(_item_to_messages(item, f"{param}[{index}]", call_names, sealer))
@@ -253,11 +258,14 @@ def _item_to_messages(
         return [Message.developer(DeveloperContent(instructions=text))]
     if isinstance(item, FunctionCall):
         return [Message.tool_call(f"functions.{item.name}", item.arguments, call_id=item.call_id)]
-    if isinstance(item, FunctionCallOutput):
+    if isinstance(item, CustomToolCall):
+        return [custom_call(item.name, item.input, item.call_id)]
+    if isinstance(item, FunctionCallOutput | CustomToolCallOutput):
         name = call_names.get(item.call_id)
         if name is None:
+            kind = "function" if isinstance(item, FunctionCallOutput) else "custom tool"
             raise RequestError(
-                f"No tool call found for function call output with call_id {item.call_id!r}.",
+                f"No tool call found for {kind} call output with call_id {item.call_id!r}.",
                 param=f"{param}.call_id",
                 code="invalid_value",
             )
@@ -275,8 +283,10 @@ def _item_to_messages(
 def message_items(messages: Iterable[Message]) -> list[Item]:
     """The items of ``messages`` (what :func:`item_messages` reads, written back): user
     and developer messages, assistant answers and preambles, reasoning (``analysis``),
-    function calls and their outputs; system messages and other tools' messages have none."""
+    function and custom tool calls (a call without a content type) and their outputs;
+    system messages and other tools' messages have none."""
     out: list[Item] = []
+    custom_ids: set[str] = set()
     for message in messages:
         role, text = message.role, message.text
         if role is Role.USER:
@@ -286,7 +296,15 @@ def message_items(messages: Iterable[Message]) -> list[Item]:
             instructions = content.instructions if isinstance(content, DeveloperContent) else text
             out.append(DeveloperMessage(content=(InputText(text=instructions or ""),)))
         elif role is Role.TOOL and message.name and message.name.startswith(FUNCTIONS):
-            out.append(FunctionCallOutput(call_id=message.call_id or "", output=text))
+            call_id = message.call_id or ""
+            output = CustomToolCallOutput if call_id in custom_ids else FunctionCallOutput
+            out.append(output(call_id=call_id, output=text))
+        elif is_custom_call(message):
+            call_id = message.call_id or ids.call_id()
+            custom_ids.add(call_id)
+            out.append(
+                CustomToolCall(call_id=call_id, name=function_name(message.recipient or ""), input=text)
+            )
         elif role is Role.ASSISTANT and message.recipient is not None:
             name = function_name(message.recipient)
             out.append(FunctionCall(call_id=message.call_id or ids.call_id(), name=name, arguments=text))

@@ -18,6 +18,8 @@ from .wire.dialects import DEFAULT_DIALECT, WireDialect
 from .wire.events import (
     ContentPartAdded,
     ContentPartDone,
+    CustomToolCallInputDelta,
+    CustomToolCallInputDone,
     ErrorEvent,
     FunctionCallArgumentsDelta,
     FunctionCallArgumentsDone,
@@ -41,7 +43,7 @@ from .wire.events import (
     ResponseInProgress,
     StreamEvent,
 )
-from .wire.items import AssistantMessage, FunctionCall, OutputItem, ReasoningItem
+from .wire.items import AssistantMessage, CustomToolCall, FunctionCall, OutputItem, ReasoningItem
 from .wire.resource import ErrorPayload, ResponseResource, load_resource
 
 _TERMINAL_EVENT: Final[Mapping[str, type[ResponseEvent]]] = {
@@ -98,6 +100,10 @@ def _item_events(seq: _Numbering, index: int, item: OutputItem) -> Iterator[Stre
         )
         yield FunctionCallArgumentsDelta(seq(), item.id, index, item.arguments)
         yield FunctionCallArgumentsDone(seq(), item.id, index, item.name, item.arguments)
+    elif isinstance(item, CustomToolCall):
+        yield OutputItemAdded(seq(), index, item.model_copy(update={"status": "in_progress", "input": ""}))
+        yield CustomToolCallInputDelta(seq(), item.id, index, item.input)
+        yield CustomToolCallInputDone(seq(), item.id, index, item.input)
     elif isinstance(item, AssistantMessage):
         yield OutputItemAdded(seq(), index, item.model_copy(update={"status": "in_progress", "content": ()}))
         yield from _message_events(seq, index, item)

@@ -15,12 +15,14 @@ Input items come out in the form the API returns them (every item has an ``id`` 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pydantic import ValidationError
 
+from ..engines.guidance import check_language
 from .errors import RequestError
 from .limits import DEFAULT_LIMITS, RequestLimits
 from .wire.base import Checks
@@ -28,12 +30,16 @@ from .wire.content import InputText
 from .wire.items import InputItem, ItemReference, UserMessage
 from .wire.request import REQUEST_KEYS, CreateResponseBody
 from .wire.tools import (
+    CUSTOM,
     AllowedTool,
     AllowedTools,
+    CustomChoice,
+    CustomTool,
     FunctionChoice,
     FunctionTool,
     PlainText,
     TextFormat,
+    Tool,
     ToolChoice,
 )
 from .wire.validation import request_error, type_name
@@ -45,13 +51,15 @@ _PARTS: Final = ("content", "output", "summary")
 @dataclass(frozen=True, slots=True)
 class ResponseRequest:
     """A checked create-response request: the settings a response runs with
-    (``items``: the typed input items)."""
+    (``items``: the typed input items; ``tools``: the function tools, ``custom_tools``
+    the custom ones, each in the request's order)."""
 
     model: str | None = None
     items: tuple[InputItem, ...] = ()
     instructions: str | None = None
     previous_response_id: str | None = None
     tools: tuple[FunctionTool, ...] = ()
+    custom_tools: tuple[CustomTool, ...] = ()
     tool_choice: ToolChoice = "auto"
     parallel_tool_calls: bool = True
     text_format: TextFormat = field(default_factory=PlainText)
@@ -75,6 +83,11 @@ class ResponseRequest:
     safety_identifier: str | None = None
     prompt_cache_key: str | None = None
     seed: int | None = None
+
+    @property
+    def custom_names(self) -> frozenset[str]:
+        """The names of the custom tools."""
+        return frozenset(tool.name for tool in self.custom_tools)
 
     @property
     def wants_encrypted_reasoning(self) -> bool:
@@ -115,7 +128,10 @@ def _check_counts(body: Mapping[str, Any], limits: RequestLimits) -> None:
                 )
 
 
-def _unique_tools(tools: tuple[FunctionTool, ...]) -> None:
+def _check_tools(tools: Sequence[Tool]) -> None:
+    """Refuse a name given twice (across function and custom tools), and a custom tool's
+    grammar that is empty or does not compile (a regular expression in Python's ``re`` and
+    in the sampler's dialect, a Lark grammar in the sampler's)."""
     seen: set[str] = set()
     for index, tool in enumerate(tools):
         if tool.name in seen:
@@ -123,34 +139,64 @@ def _unique_tools(tools: tuple[FunctionTool, ...]) -> None:
                 f"Duplicate tool name {tool.name!r} at 'tools[{index}]'.", param=f"tools[{index}].name"
             )
         seen.add(tool.name)
+        grammar = tool.grammar if isinstance(tool, CustomTool) else None
+        if grammar is None:
+            continue
+        param = f"tools[{index}].format.definition"
+        if not grammar.definition.strip():
+            raise RequestError(f"'{param}' is empty: give the grammar the input follows.", param=param)
+        if grammar.syntax == "regex":
+            try:
+                re.compile(grammar.definition)
+            except (re.error, OverflowError, RecursionError) as exc:
+                raise RequestError(
+                    f"Invalid regular expression at '{param}': {exc}.", param=param, code="invalid_grammar"
+                ) from None
+        problem = check_language(grammar.syntax, grammar.definition)
+        if problem:
+            noun = "Lark grammar" if grammar.syntax == "lark" else "regular expression"
+            reason = problem.strip().splitlines()[0] if problem.strip() else problem
+            raise RequestError(f"Invalid {noun} at '{param}': {reason}", param=param, code="invalid_grammar")
 
 
-def _allowed(choice: AllowedTools, names: set[str]) -> AllowedTools:
-    if len(choice.tools) > len(names):
+def _allowed(choice: AllowedTools, functions: set[str], customs: set[str]) -> AllowedTools:
+    if len(choice.tools) > len(functions) + len(customs):
         raise RequestError(
             "'tool_choice.tools' lists more tools than 'tools' holds.", param="tool_choice.tools"
         )
+    offered = {("function", name) for name in functions} | {(CUSTOM, name) for name in customs}
     for index, entry in enumerate(choice.tools):
-        if entry.type != "function" or entry.name not in names:
+        if (entry.type, entry.name) not in offered:
+            noun = "a custom tool" if entry.type == CUSTOM else "a function"
             raise RequestError(
-                f"Allowed tool {entry.name!r} is not a function in 'tools'.",
+                f"Allowed tool {entry.name!r} is not {noun} in 'tools'.",
                 param=f"tool_choice.tools[{index}]",
             )
     if not choice.tools:
         raise RequestError("'tool_choice.tools' must list at least one tool.", param="tool_choice.tools")
-    return AllowedTools(tools=tuple(AllowedTool(name=t.name) for t in choice.tools), mode=choice.mode)
+    allowed = tuple(AllowedTool(type=entry.type, name=entry.name) for entry in choice.tools)
+    return AllowedTools(tools=allowed, mode=choice.mode)
 
 
-def _tool_choice(choice: ToolChoice | None, tools: tuple[FunctionTool, ...]) -> ToolChoice:
-    names = {t.name for t in tools}
+def _tool_choice(
+    choice: ToolChoice | None, tools: tuple[FunctionTool, ...], custom_tools: tuple[CustomTool, ...]
+) -> ToolChoice:
+    functions = {t.name for t in tools}
+    customs = {t.name for t in custom_tools}
     if choice is None:
         return "auto"
-    if choice == "required" and not tools:
+    if choice == "required" and not (tools or custom_tools):
         raise RequestError("tool_choice 'required' needs at least one tool in 'tools'.", param="tool_choice")
-    if isinstance(choice, FunctionChoice) and choice.name not in names:
-        raise RequestError(f"Tool choice {choice.name!r} is not in 'tools'.", param="tool_choice.name")
+    if isinstance(choice, FunctionChoice) and choice.name not in functions:
+        raise RequestError(
+            f"Tool choice {choice.name!r} is not a function in 'tools'.", param="tool_choice.name"
+        )
+    if isinstance(choice, CustomChoice) and choice.name not in customs:
+        raise RequestError(
+            f"Tool choice {choice.name!r} is not a custom tool in 'tools'.", param="tool_choice.name"
+        )
     if isinstance(choice, AllowedTools):
-        return _allowed(choice, names)
+        return _allowed(choice, functions, customs)
     return choice
 
 
@@ -169,10 +215,14 @@ def _items(value: str | tuple[InputItem, ...] | None, limits: RequestLimits) -> 
 def settle(body: CreateResponseBody, limits: RequestLimits = DEFAULT_LIMITS) -> ResponseRequest:
     """The request a validated ``body`` asks for; raises :class:`RequestError` for what
     depends on several fields (duplicate tools, a tool choice outside ``tools``,
-    background without store) and for more item references than ``limits`` allow."""
-    tools = body.tools or ()
-    _unique_tools(tools)
-    tool_choice = _tool_choice(body.tool_choice, tools)
+    background without store), for a custom tool's grammar that is empty or a regular
+    expression that does not compile, and for more item references than ``limits``
+    allow."""
+    given = body.tools or ()
+    _check_tools(given)
+    tools = tuple(t for t in given if isinstance(t, FunctionTool))
+    custom_tools = tuple(t for t in given if isinstance(t, CustomTool))
+    tool_choice = _tool_choice(body.tool_choice, tools, custom_tools)
     store = body.store if body.store is not None else True
     if body.background and not store:
         raise RequestError("Background responses need 'store': true.", param="background")
@@ -185,6 +235,7 @@ def settle(body: CreateResponseBody, limits: RequestLimits = DEFAULT_LIMITS) -> 
         instructions=body.instructions,
         previous_response_id=body.previous_response_id,
         tools=tools,
+        custom_tools=custom_tools,
         tool_choice=tool_choice,
         parallel_tool_calls=body.parallel_tool_calls is not False,
         text_format=(text.format if text is not None else None) or PlainText(),

@@ -100,7 +100,7 @@ class ResponseState:
             instructions=req.instructions,
             output=tuple(self.output),
             error=self.error,
-            tools=req.tools,
+            tools=(*req.tools, *req.custom_tools),
             tool_choice=req.tool_choice,
             truncation=req.truncation,
             parallel_tool_calls=req.parallel_tool_calls,

@@ -12,7 +12,8 @@ Each message the model writes becomes one output item, by its header:
 ============================================  =========================================
 header                                        item
 ============================================  =========================================
-``to=functions.NAME`` (any recipient)         ``function_call`` (fresh ``call_id``)
+``to=functions.NAME``, NAME a custom tool     ``custom_tool_call`` (fresh ``call_id``)
+``to=functions.NAME`` (any other recipient)   ``function_call`` (fresh ``call_id``)
 ``final`` channel, or none                    ``message``, ``phase: final_answer``
 ``commentary`` channel                        ``message``, ``phase: commentary``
 ``analysis`` or any other channel             ``reasoning`` (content ``reasoning_text``)
@@ -20,9 +21,15 @@ another role than assistant                   nothing (the model should not writ
 ============================================  =========================================
 
 An item moves through ``_Open.ADDED → _Open.STREAMING → closed``: ``output_item.added``,
-``content_part.added`` (not for function calls), deltas, ``…done``,
+``content_part.added`` (not for tool calls), deltas, ``…done``,
 ``content_part.done``, ``output_item.done``. A message cut short (``max_output_tokens``,
 cancellation) ends ``incomplete``; so does the response.
+
+A custom tool's call (the request's ``custom_tools``) streams its input as
+``custom_tool_call_input.delta`` events: the raw body of the call as gpt-oss writes it
+(``custom_input="raw"``), or the text of the ``input`` argument decoded from the JSON
+arguments a chat-template model writes (``"argument"``, see
+:class:`~.custom_tools.InputArgument`).
 
 Log probabilities (``include: ["message.output_text.logprobs"]``): ``feed`` then takes
 the engine's :class:`~openchatml.engines.TokenLogprob` per id and drains the parser after
@@ -38,7 +45,7 @@ reported as -9999, as vLLM does.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
@@ -49,13 +56,17 @@ from ..core.parse import StreamParser
 from ..core.tokens import FIRST_SPECIAL_ID
 from ..engines.base import TokenLogprob
 from . import ids
+from .call_rules import CallRules
 from .crypto import Sealer
+from .custom_tools import InputArgument
 from .input import REASONING_KIND, function_name
 from .resource import ResponseState, Usage
 from .wire.content import LogProb, OutputText, ReasoningText, SummaryText, TopLogProb
 from .wire.events import (
     ContentPartAdded,
     ContentPartDone,
+    CustomToolCallInputDelta,
+    CustomToolCallInputDone,
     ErrorEvent,
     FunctionCallArgumentsDelta,
     FunctionCallArgumentsDone,
@@ -78,13 +89,24 @@ from .wire.events import (
     ResponseQueued,
     StreamEvent,
 )
-from .wire.items import AssistantMessage, FunctionCall, ItemStatus, OutputItem, Phase, ReasoningItem
+from .wire.items import (
+    AssistantMessage,
+    CustomToolCall,
+    FunctionCall,
+    ItemStatus,
+    OutputItem,
+    Phase,
+    ReasoningItem,
+)
 from .wire.resource import ErrorPayload, ResponseError
 
 _LOWEST_LOGPROB: Final = -9999.0
 _FAILURE: Final = ErrorPayload(type="server_error", code="server_error", message="generation failed")
 
-ItemKind = Literal["message", "reasoning", "function_call"]
+ItemKind = Literal["message", "reasoning", "function_call", "custom_tool_call"]
+CustomInput = Literal["raw", "argument"]
+"""How a custom tool's call carries its input: the call's raw body (Harmony), or the
+``input`` argument of JSON arguments (a chat-template model)."""
 
 
 class TokenParser(Protocol):
@@ -113,13 +135,17 @@ class Vocabulary(Protocol):
 
 @dataclass(slots=True)
 class _Open:
-    """The item being written: its index in ``output``, kind, id and text so far."""
+    """The item being written: its index in ``output``, kind, id and text so far (and
+    the reader of a custom call's ``input`` argument)."""
 
     index: int
     kind: ItemKind
     item_id: str
     parts: list[str] = field(default_factory=list)
     logprobs: list[LogProb] = field(default_factory=list)
+    reader: InputArgument | None = None
+    held: bool = False
+    """A call whose events wait until it is complete and checked (see ``rules``)."""
 
 
 @dataclass(slots=True)
@@ -131,12 +157,13 @@ class _ScoredText:
     scores: list[TokenLogprob]
 
 
-def item_kind(header: Header | Message) -> ItemKind | None:
-    """``message``, ``reasoning``, ``function_call`` or ``None`` (not an output item)."""
+def item_kind(header: Header | Message, custom: Collection[str] = ()) -> ItemKind | None:
+    """``message``, ``reasoning``, ``function_call``, ``custom_tool_call`` (a call of one
+    of the ``custom`` tools) or ``None`` (not an output item)."""
     if header.author.role is not Role.ASSISTANT:
         return None
     if header.recipient not in (None, "all"):
-        return "function_call"
+        return "custom_tool_call" if function_name(str(header.recipient)) in custom else "function_call"
     if header.channel in (None, "final", "commentary"):
         return "message"
     return "reasoning"
@@ -147,6 +174,9 @@ def new_item(kind: ItemKind, header: Header) -> OutputItem:
     if kind == "function_call":
         name = function_name(str(header.recipient))
         return FunctionCall(call_id=ids.call_id(), name=name, arguments="", status="in_progress")
+    if kind == "custom_tool_call":
+        name = function_name(str(header.recipient))
+        return CustomToolCall(call_id=ids.call_id(), name=name, input="", status="in_progress")
     if kind == "message":
         phase: Phase = "commentary" if header.channel == "commentary" else "final_answer"
         return AssistantMessage(status="in_progress", content=(), phase=phase)
@@ -160,6 +190,16 @@ class EventBuilder:
     ``reasoning.encrypted_content``; ``prompt_tokens`` is the prompt length, for usage;
     ``encoding`` turns ids into the text and bytes of log probabilities (default: the
     shared o200k_harmony); ``summaries``: each reasoning item waits for its summary.
+    ``custom_input``: how the calls of the request's custom tools carry their input
+    (:data:`CustomInput`; default: ``raw`` for the builder's own Harmony parser,
+    ``argument`` for a given ``parser``).
+
+    ``rules``: the calls the request allows (:class:`~.call_rules.CallRules`). A call of a
+    tool it may not call shows nothing; ``hold_calls`` (an engine that does not enforce the
+    request's grammar) holds every call until it is complete and checked, then shows it at
+    once or not at all; a streamed call whose arguments or input turn out wrong ends
+    ``incomplete``. Either way the response then ends ``failed`` (``invalid_tool_call``), as
+    does a finished answer without the call a forced ``tool_choice`` asks for.
     """
 
     def __init__(
@@ -173,6 +213,9 @@ class EventBuilder:
         parser: TokenParser | None = None,
         vocabulary: Vocabulary | None = None,
         summaries: bool = False,
+        custom_input: CustomInput | None = None,
+        rules: CallRules | None = None,
+        hold_calls: bool = False,
     ) -> None:
         self.state = state
         self._parser: TokenParser = parser or StreamParser(
@@ -197,6 +240,12 @@ class EventBuilder:
         self._due: _Open | None = None  # a reasoning item waiting for its summary
         self._summary: list[str] | None = None  # its summary so far, once a part began
         self._held: list[object] = []  # parser events after it, not yet translated
+        self._custom = request.custom_names
+        self._custom_input: CustomInput = custom_input or ("raw" if parser is None else "argument")
+        self._rules = rules
+        self._hold_calls = hold_calls and rules is not None
+        self._calls = 0  # calls that reached the output
+        self._violation = ""  # why the model broke the rules, once it did
         self.finished = False
 
     # --- events -----------------------------------------------------------------------
@@ -329,19 +378,30 @@ class EventBuilder:
 
     def _start(self, header: Header) -> list[StreamEvent]:
         out = self._close("incomplete") if self._open is not None else []
-        kind = item_kind(header)
+        kind = item_kind(header, self._custom)
         if kind is None:
             return out
         index = len(self.state.output)
         item = new_item(kind, header)
         self.state.output.append(item)
         self._open = _Open(index, kind, item.id)
+        if kind == "custom_tool_call" and self._custom_input == "argument":
+            self._open.reader = InputArgument()
+        if self._refuses(item) or (self._hold_calls and isinstance(item, FunctionCall | CustomToolCall)):
+            self._open.held = True  # shown once complete and checked, if at all
+            return out
         out.append(OutputItemAdded(self._next(), index, item))
         if kind == "message":
             out.append(ContentPartAdded(self._next(), item.id, index, 0, OutputText(text="", logprobs=())))
         elif kind == "reasoning":
             out.append(ContentPartAdded(self._next(), item.id, index, 0, ReasoningText(text="")))
         return out
+
+    def _refuses(self, item: OutputItem) -> bool:
+        """Whether ``item`` is a call of a tool the rules do not let the model call."""
+        if self._rules is None or not isinstance(item, FunctionCall | CustomToolCall):
+            return False
+        return bool(self._rules.name_refusal(item.name))
 
     def _delta(self, text: str, scores: Sequence[TokenLogprob] = ()) -> list[StreamEvent]:
         current = self._open
@@ -355,7 +415,15 @@ class EventBuilder:
                 current.logprobs += logprobs
             return [OutputTextDelta(self._next(), current.item_id, current.index, 0, text, logprobs)]
         if kind == "function_call":
+            if current.held:
+                return []
             return [FunctionCallArgumentsDelta(self._next(), current.item_id, current.index, text)]
+        if kind == "custom_tool_call":
+            if current.reader is not None:
+                text = current.reader.feed(text)
+            if not text or current.held:
+                return []
+            return [CustomToolCallInputDelta(self._next(), current.item_id, current.index, text)]
         return [ReasoningDelta(self._next(), current.item_id, current.index, 0, text)]
 
     def _close(self, status: ItemStatus) -> list[StreamEvent]:
@@ -367,9 +435,8 @@ class EventBuilder:
         index, item_id = current.index, current.item_id
         item = self.state.output[index]
         out: list[StreamEvent] = []
-        if isinstance(item, FunctionCall):
-            item = item.model_copy(update={"arguments": text, "status": status})
-            out.append(FunctionCallArgumentsDone(self._next(), item_id, index, item.name, text))
+        if isinstance(item, FunctionCall | CustomToolCall):
+            return self._close_call(current, item, text, status)
         elif isinstance(item, AssistantMessage):
             logprobs = tuple(current.logprobs)
             part = OutputText(text=text, logprobs=logprobs)
@@ -390,6 +457,52 @@ class EventBuilder:
             return out
         out.append(OutputItemDone(self._next(), index, item))
         return out
+
+    def _close_call(
+        self, current: _Open, item: FunctionCall | CustomToolCall, text: str, status: ItemStatus
+    ) -> list[StreamEvent]:
+        """The end of a call: checked against the rules, then its last events (a held call:
+        all of them, its text in one delta). A refused call that was held is dropped from
+        the output; one already streamed ends ``incomplete``."""
+        index, item_id = current.index, current.item_id
+        payload, streamed = text, "" if current.held else text
+        if isinstance(item, CustomToolCall) and current.reader is not None:
+            streamed = "" if current.held else "".join(current.reader.text)
+            payload = current.reader.close()
+        refusal = self._refusal(item.name, payload, complete=status == "completed")
+        if refusal:
+            self._violation = self._violation or refusal
+            if current.held:
+                del self.state.output[index]  # the call being written is the last item
+                return []
+            status = "incomplete"
+        tail = payload[len(streamed) :] if payload.startswith(streamed) else ""
+        out: list[StreamEvent] = []
+        if current.held:
+            out.append(OutputItemAdded(self._next(), index, item))
+        if isinstance(item, FunctionCall):
+            item = item.model_copy(update={"arguments": payload, "status": status})
+            if tail:
+                out.append(FunctionCallArgumentsDelta(self._next(), item_id, index, tail))
+            out.append(FunctionCallArgumentsDone(self._next(), item_id, index, item.name, payload))
+        else:
+            item = item.model_copy(update={"input": payload, "status": status})
+            if tail:
+                out.append(CustomToolCallInputDelta(self._next(), item_id, index, tail))
+            out.append(CustomToolCallInputDone(self._next(), item_id, index, payload))
+        self._calls += not refusal
+        self.state.output[index] = item
+        out.append(OutputItemDone(self._next(), index, item))
+        return out
+
+    def _refusal(self, name: str, payload: str, *, complete: bool) -> str:
+        """Why a call breaks the rules (a call cut short: only its name is judged)."""
+        if self._rules is None:
+            return ""
+        if complete:
+            return self._rules.refusal(name, payload)
+        refusal = self._rules.refusal(name, "")
+        return refusal if "tool_choice" in refusal else ""
 
     # --- reasoning summaries ----------------------------------------------------------
 
@@ -457,6 +570,14 @@ class EventBuilder:
             self._pair(closing, events)
         out = early + self._translate(events)
         out += self._close("completed" if reason == "stop" else "incomplete")
+        broken = self._violation or (
+            self._rules.unmet(self._calls) if self._rules and reason == "stop" else ""
+        )
+        if broken and reason in ("stop", "length"):
+            reason, error = (
+                "error",
+                ErrorPayload(type="model_error", code="invalid_tool_call", message=broken),
+            )
         state = self.state
         state.usage = self.usage()
         if reason == "stop":

@@ -17,6 +17,7 @@ from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
 
 from ..engines.base import Engine
 from ..responses import ids
+from ..responses.call_rules import CallRules
 from ..responses.crypto import Sealer
 from ..responses.dialect import Dialect
 from ..responses.errors import RequestError
@@ -124,6 +125,8 @@ class ResponseRunner:
             parser=self.dialect.parser(request, prepared),
             vocabulary=self.dialect.vocabulary,
             summaries=request.reasoning_summary is not None,
+            rules=CallRules.of(request),
+            hold_calls=not self.engine.enforces_grammar,
         )
         stored = request.store and self.records.store is not None
         run = Run(state.id, owner, request.background, stored=stored)

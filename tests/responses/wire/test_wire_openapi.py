@@ -58,3 +58,11 @@ def test_the_create_route_shows_the_wire() -> None:
     for ref in refs(document):
         assert ref.startswith("#/components/schemas/") and ref.rsplit("/", 1)[1] in schemas, ref
     assert schemas["OutputTextDelta"]["properties"]["type"]["const"] == "response.output_text.delta"
+    custom = {"CustomTool", "CustomChoice", "GrammarFormat", "CustomToolCall", "CustomToolCallOutput"}
+    assert custom <= set(schemas)
+    assert {
+        "openai:response.custom_tool_call_input.delta",
+        "openai:response.custom_tool_call_input.done",
+    } <= set(events["discriminator"]["mapping"])
+    tools = schemas["CreateResponseBody"]["properties"]["tools"]
+    assert {"#/components/schemas/FunctionTool", "#/components/schemas/CustomTool"} <= set(refs(tools))

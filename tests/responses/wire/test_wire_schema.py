@@ -8,7 +8,7 @@ import dataclasses
 from typing import Any
 
 import pytest
-from openapi import STREAMING_EVENT_SCHEMAS, document, validate, validate_event
+from openapi import STREAMING_EVENT_SCHEMAS, document, known, validate, validate_event
 
 from openchatml.responses.request import parse_request
 from openchatml.responses.resource import ResponseState
@@ -27,6 +27,8 @@ from openchatml.responses.wire.events import EVENT_CLASSES, load_event
 from openchatml.responses.wire.items import (
     AssistantMessage,
     CompactionItem,
+    CustomToolCall,
+    CustomToolCallOutput,
     DeveloperMessage,
     FunctionCall,
     FunctionCallOutput,
@@ -40,6 +42,8 @@ from openchatml.responses.wire.resource import ErrorPayload
 from openchatml.responses.wire.tools import (
     AllowedTool,
     AllowedTools,
+    CustomChoice,
+    CustomTool,
     FunctionChoice,
     FunctionTool,
     JsonObjectFormat,
@@ -84,6 +88,10 @@ SAMPLES: list[Any] = [
     PlainText(),
     JsonObjectFormat(),
     JsonSchemaFormat(name="f", json_schema={"type": "object"}).echoed(),
+    CustomToolCall(call_id="c", name="apply_patch", input="*** Begin Patch"),
+    CustomToolCallOutput(call_id="c", output="Done."),
+    CustomTool(name="apply_patch"),
+    CustomChoice(name="apply_patch"),
 ]
 
 
@@ -130,6 +138,11 @@ def test_every_modelled_type_is_in_the_document(sample: Any) -> None:
 
 @pytest.mark.parametrize("cls", EVENT_CLASSES, ids=lambda c: c.type)
 def test_every_event_is_in_the_document_with_its_fields(cls: type) -> None:
+    if ":" in cls.type:  # a prefixed extension: the document has no schema of it
+        assert (
+            cls.type.startswith("openai:") and cls.type.removeprefix("openai:") not in STREAMING_EVENT_SCHEMAS
+        )
+        return
     name = STREAMING_EVENT_SCHEMAS.get(cls.type) or _event_schema_name(cls.type)
     schema = document()["components"]["schemas"][name]
     ours = {"type", *(f.name for f in dataclasses.fields(cls))}
@@ -164,6 +177,19 @@ def test_a_complete_response_and_its_events_validate() -> None:
         s for s in SAMPLES[:7] if isinstance(s, AssistantMessage | FunctionCall | ReasoningItem)
     )
     validate(state.to_json(), "ResponseResource")
+    custom = parse_request(
+        {
+            "input": "x",
+            "tools": [{"name": "f"}, {"type": "custom", "name": "apply_patch"}],
+            "tool_choice": {"type": "allowed_tools", "tools": [{"type": "custom", "name": "apply_patch"}]},
+        }
+    )
+    extended = ResponseState("resp_2", custom, "m")
+    extended.output.extend([SAMPLES[3], CustomToolCall(call_id="c", name="apply_patch", input="x")])
+    snapshot = extended.to_json()
+    assert [t["type"] for t in snapshot["tools"]] == ["function", "openai:custom"]
+    validate(known(snapshot), "ResponseResource")
+    assert [i["type"] for i in known(snapshot)["output"]] == ["message"]
     for cls in EVENT_CLASSES:
         if cls.type == "error":
             validate_event(
@@ -187,6 +213,7 @@ def _sample_event(cls: type) -> dict[str, Any]:
         "text": "t",
         "refusal": "r",
         "arguments": "{}",
+        "input": "*** Begin Patch",
         "name": "f",
         "logprobs": [],
         "part": OutputText(text="t").to_json(),

@@ -23,6 +23,8 @@ from pydantic import (
     BaseModel,
     BeforeValidator,
     ConfigDict,
+    PlainSerializer,
+    SerializationInfo,
     ValidationInfo,
     WithJsonSchema,
     model_validator,
@@ -31,7 +33,7 @@ from pydantic_core import PydanticCustomError
 
 from .. import ids
 from ..limits import DEFAULT_LIMITS, RequestLimits
-from .dialects import DEFAULT_DIALECT, WireDialect
+from .dialects import DEFAULT_DIALECT, WireDialect, canonical_type, wire_type
 
 MAX_TEXT: Final = 10 * 1024 * 1024
 """The longest string the schema admits in one text field (10 MiB)."""
@@ -96,6 +98,29 @@ def tagger(tags: Mapping[str, str], classes: Mapping[type, str]) -> Callable[[An
         return classes.get(type(value))
 
     return tag
+
+
+def _canonical(value: Any) -> Any:
+    return canonical_type(value) if isinstance(value, str) else value
+
+
+def _spelled(value: Any, info: SerializationInfo) -> Any:
+    if not isinstance(value, str):
+        return value
+    context = info.context
+    return wire_type(value, context if isinstance(context, WireDialect) else DEFAULT_DIALECT)
+
+
+READ_EXTENSION: Final = BeforeValidator(_canonical)
+"""A ``type`` read in either dialect's spelling (``custom_tool_call`` or
+``openai:custom_tool_call``) holds the Open Responses one."""
+WRITE_EXTENSION: Final = PlainSerializer(_spelled)
+"""A ``type`` written in the dialect of the dump (its ``context``; Open Responses without one)."""
+
+
+def extension_schema(name: str) -> WithJsonSchema:
+    """The JSON Schema of the ``type`` of extension ``name`` (``openai:custom``): either spelling."""
+    return WithJsonSchema({"type": "string", "enum": [name, wire_type(name, WireDialect.OPENAI)]})
 
 
 def at_most(limit: int) -> AfterValidator:

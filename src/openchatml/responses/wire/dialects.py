@@ -4,8 +4,8 @@ The typed models of this package are spelled, inside the project, as the Open Re
 schema names things. A :class:`WireDialect` says how they go out:
 
 * ``openresponses``: the schema's names (``response.reasoning.delta``); item, tool and
-  event types outside the schema carry a provider prefix (``openai:web_search_call``),
-  ours ``openchatml:``;
+  event types outside the schema carry a provider prefix (``openai:custom_tool_call``,
+  ``openai:response.custom_tool_call_input.delta``), ours ``openchatml:``;
 * ``openai``: OpenAI's names (``response.reasoning_text.delta``, bare
   ``web_search_call``, ``code_interpreter_call``, ``mcp_call``, ``custom_tool_call``);
   ``openchatml:`` types keep their prefix.
@@ -69,9 +69,12 @@ OPENAI_EXTENSIONS: Final = frozenset(
         "local_shell",
         "mcp",
         "custom",
+        "response.custom_tool_call_input.delta",
+        "response.custom_tool_call_input.done",
     }
 )
-"""OpenAI's item and tool types outside the Open Responses schema: ``openai:NAME`` there."""
+"""OpenAI's item, tool and event types outside the Open Responses schema: ``openai:NAME``
+there."""
 
 _OPENAI_EVENTS: Final = {
     "response.reasoning.delta": "response.reasoning_text.delta",

@@ -3,7 +3,9 @@
 One class per event ``type`` (the Open Responses name, :attr:`StreamEvent.type`); each
 carries its ``sequence_number`` and the fields the schema gives it. ``to_json(dialect)``
 is the event's JSON: in ``openai`` the reasoning events are ``response.reasoning_text.*``
-and extension items lose their ``openai:`` prefix (see :mod:`.dialects`).
+and extension items and events lose their ``openai:`` prefix
+(``openai:response.custom_tool_call_input.delta`` is OpenAI's
+``response.custom_tool_call_input.delta``; see :mod:`.dialects`).
 
 Events are built for every sampled token: the delta events have a hand-written
 ``__init__`` and JSON (building and serialising one costs what the plain ``dict`` it
@@ -27,6 +29,9 @@ from .items import OutputItem
 from .resource import ErrorPayload, ResponseResource
 
 _REASONING_DELTA: Final = {d: wire_type("response.reasoning.delta", d) for d in WireDialect}
+_CUSTOM_INPUT_DELTA: Final = {
+    d: wire_type("openai:response.custom_tool_call_input.delta", d) for d in WireDialect
+}
 
 
 def _json(value: Any, dialect: WireDialect) -> Any:
@@ -379,6 +384,44 @@ class FunctionCallArgumentsDone(StreamEvent):
     arguments: str
 
 
+@dataclass(frozen=True, slots=True, init=False)
+class CustomToolCallInputDelta(StreamEvent):
+    """More of a custom tool call's input (``response.custom_tool_call_input.delta`` in
+    ``openai``)."""
+
+    type: ClassVar[str] = "openai:response.custom_tool_call_input.delta"
+    item_id: str
+    output_index: int
+    delta: str
+
+    def __init__(self, sequence_number: int, item_id: str, output_index: int, delta: str) -> None:
+        _set(self, "sequence_number", sequence_number)
+        _set(self, "item_id", item_id)
+        _set(self, "output_index", output_index)
+        _set(self, "delta", delta)
+
+    def to_json(self, dialect: WireDialect = DEFAULT_DIALECT) -> dict[str, Any]:
+        """The event's JSON object in ``dialect``."""
+        return {
+            "type": _CUSTOM_INPUT_DELTA[dialect],
+            "sequence_number": self.sequence_number,
+            "item_id": self.item_id,
+            "output_index": self.output_index,
+            "delta": self.delta,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CustomToolCallInputDone(StreamEvent):
+    """A custom tool call's input is finished (``response.custom_tool_call_input.done`` in
+    ``openai``)."""
+
+    type: ClassVar[str] = "openai:response.custom_tool_call_input.done"
+    item_id: str
+    output_index: int
+    input: str
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorEvent(StreamEvent):
     """The response failed: why (a ``response.failed`` follows)."""
@@ -425,6 +468,8 @@ EVENT_CLASSES: Final[tuple[type[StreamEvent], ...]] = (
     ReasoningSummaryTextDone,
     FunctionCallArgumentsDelta,
     FunctionCallArgumentsDone,
+    CustomToolCallInputDelta,
+    CustomToolCallInputDone,
     ErrorEvent,
 )
 """Every event class, one per ``type``."""

@@ -21,7 +21,19 @@ from typing import Annotated, Any, Final, Literal, get_args
 from pydantic import BeforeValidator, Discriminator, Field, Tag, TypeAdapter, ValidationInfo
 
 from .. import ids
-from .base import ItemId, Name, ShortText, Text, WireModel, checking, fresh, is_none
+from .base import (
+    READ_EXTENSION,
+    WRITE_EXTENSION,
+    ItemId,
+    Name,
+    ShortText,
+    Text,
+    WireModel,
+    checking,
+    extension_schema,
+    fresh,
+    is_none,
+)
 from .content import (
     InputPart,
     OutputPart,
@@ -29,6 +41,7 @@ from .content import (
     SummaryText,
     parts_from_text,
 )
+from .dialects import canonical_type
 
 ItemStatus = Literal["in_progress", "completed", "incomplete"]
 Phase = Literal["commentary", "final_answer"]
@@ -124,6 +137,51 @@ class FunctionCallOutput(WireModel):
     status: Status = "completed"
 
 
+CUSTOM_TOOL_CALL: Final = "openai:custom_tool_call"
+CUSTOM_TOOL_CALL_OUTPUT: Final = "openai:custom_tool_call_output"
+
+
+class CustomToolCall(WireModel):
+    """A call of a custom tool: its name and raw ``input`` text, tied to its output by
+    ``call_id`` (``custom_tool_call`` in ``openai``)."""
+
+    type: Annotated[
+        Literal["openai:custom_tool_call"],
+        READ_EXTENSION,
+        WRITE_EXTENSION,
+        extension_schema(CUSTOM_TOOL_CALL),
+    ] = CUSTOM_TOOL_CALL
+    id: Annotated[ItemId, fresh(ids.custom_tool_call_id)] = Field(default_factory=ids.custom_tool_call_id)
+    call_id: ShortText
+    name: Name
+    input: Text
+    status: Status = "completed"
+
+
+class CustomToolCallOutput(WireModel):
+    """What a custom tool call returned: a string, or content parts
+    (``custom_tool_call_output`` in ``openai``)."""
+
+    type: Annotated[
+        Literal["openai:custom_tool_call_output"],
+        READ_EXTENSION,
+        WRITE_EXTENSION,
+        extension_schema(CUSTOM_TOOL_CALL_OUTPUT),
+    ] = CUSTOM_TOOL_CALL_OUTPUT
+    id: Annotated[ItemId, fresh(ids.custom_tool_call_output_id)] = Field(
+        default_factory=ids.custom_tool_call_output_id
+    )
+    call_id: ShortText
+    output: _FunctionOutput
+    status: Status = "completed"
+
+
+ToolCall = FunctionCall | CustomToolCall
+"""A call of a tool the client runs."""
+ToolCallOutput = FunctionCallOutput | CustomToolCallOutput
+"""What a tool the client runs returned."""
+
+
 class ReasoningItem(WireModel):
     """The model's reasoning: its chain of thought (``content``; or sealed, in
     ``encrypted_content``) and summaries for end users. A client's reasoning item has no
@@ -158,9 +216,9 @@ ROLES: Final = ("user", "assistant", "system", "developer")
 
 
 def item_tag(value: Any) -> str | None:
-    """The union member of an item: ``@`` and its ``type`` (``@message.ROLE`` for a
-    message); an object without ``type`` is a message when it has a ``role``, a
-    reference when it has an ``id``."""
+    """The union member of an item: ``@`` and its ``type`` in Open Responses' spelling
+    (``@message.ROLE`` for a message); an object without ``type`` is a message when it
+    has a ``role``, a reference when it has an ``id``."""
     if isinstance(value, dict):
         kind, role = value.get("type"), value.get("role")
         if kind is None and "role" in value:
@@ -171,7 +229,7 @@ def item_tag(value: Any) -> str | None:
         kind, role = getattr(value, "type", None), getattr(value, "role", None)
     if not isinstance(kind, str):
         return None
-    return f"@message.{role}" if kind == "message" else f"@{kind}"
+    return f"@message.{role}" if kind == "message" else f"@{canonical_type(kind)}"
 
 
 _ITEM_ERROR: Final = {"custom_error_type": "item_type", "custom_error_message": "bad item type"}
@@ -183,6 +241,8 @@ Item = Annotated[
     | Annotated[AssistantMessage, Tag("@message.assistant")]
     | Annotated[FunctionCall, Tag("@function_call")]
     | Annotated[FunctionCallOutput, Tag("@function_call_output")]
+    | Annotated[CustomToolCall, Tag(f"@{CUSTOM_TOOL_CALL}")]
+    | Annotated[CustomToolCallOutput, Tag(f"@{CUSTOM_TOOL_CALL_OUTPUT}")]
     | Annotated[ReasoningItem, Tag("@reasoning")]
     | Annotated[CompactionItem, Tag("@compaction")],
     Discriminator(item_tag, **_ITEM_ERROR),
@@ -196,6 +256,8 @@ InputItem = Annotated[
     | Annotated[AssistantMessage, Tag("@message.assistant")]
     | Annotated[FunctionCall, Tag("@function_call")]
     | Annotated[FunctionCallOutput, Tag("@function_call_output")]
+    | Annotated[CustomToolCall, Tag(f"@{CUSTOM_TOOL_CALL}")]
+    | Annotated[CustomToolCallOutput, Tag(f"@{CUSTOM_TOOL_CALL_OUTPUT}")]
     | Annotated[ReasoningItem, Tag("@reasoning")]
     | Annotated[CompactionItem, Tag("@compaction")]
     | Annotated[ItemReference, Tag("@item_reference")],
@@ -215,6 +277,7 @@ ITEM_TYPES: Final = tuple(
 OutputItem = Annotated[
     Annotated[AssistantMessage, Tag("@message.assistant")]
     | Annotated[FunctionCall, Tag("@function_call")]
+    | Annotated[CustomToolCall, Tag(f"@{CUSTOM_TOOL_CALL}")]
     | Annotated[ReasoningItem, Tag("@reasoning")],
     Discriminator(item_tag, **_ITEM_ERROR),
 ]

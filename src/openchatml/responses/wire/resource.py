@@ -16,7 +16,7 @@ from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, Ty
 from .base import WireModel
 from .dialects import WireDialect
 from .items import CompactionItem, OutputItem
-from .tools import FunctionTool, TextFormat, ToolChoice
+from .tools import TextFormat, Tool, ToolChoice
 
 ResponseStatus = Literal["queued", "in_progress", "completed", "failed", "incomplete", "cancelled"]
 
@@ -101,7 +101,7 @@ class ResponseResource(WireModel):
     instructions: str | None = None
     output: tuple[OutputItem, ...] = ()
     error: ResponseError | None = None
-    tools: tuple[FunctionTool, ...] = ()
+    tools: tuple[Tool, ...] = ()
     tool_choice: ToolChoice = "auto"
     truncation: str = "disabled"
     parallel_tool_calls: bool = True

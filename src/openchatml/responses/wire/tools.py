@@ -1,8 +1,10 @@
 """Tools the model may call, how it must choose among them, and the text format.
 
-:class:`FunctionTool` (a request's tool without ``type`` is one) is the tool this server
-offers; any other type is refused as ``unsupported_tool_type``. :data:`ToolChoice` is
-``none`` / ``auto`` / ``required``, a :class:`FunctionChoice` or an
+A request's tools are :class:`FunctionTool` s (a tool without ``type`` is one) and
+:class:`CustomTool` s (OpenAI's ``custom`` tools, ``openai:custom`` in Open Responses:
+their input is raw text, free or in the language of a :class:`GrammarFormat`); any other
+type is refused as ``unsupported_tool_type``. :data:`ToolChoice` is ``none`` / ``auto`` /
+``required``, a :class:`FunctionChoice`, a :class:`CustomChoice` or an
 :class:`AllowedTools`. :data:`TextFormat` is ``text``, ``json_object`` or a
 :class:`JsonSchemaFormat`, echoed in a response without its schema (the schema's
 ``JsonSchemaResponseFormat`` has ``schema: null``).
@@ -15,10 +17,24 @@ from typing import Annotated, Any, Final, Literal
 from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from .base import Flag, Name, Text, WireModel, checking, tagger
+from .base import (
+    READ_EXTENSION,
+    WRITE_EXTENSION,
+    Flag,
+    Name,
+    Text,
+    WireModel,
+    checking,
+    extension_schema,
+    tagger,
+)
+from .dialects import canonical_type
 
 ChoiceMode = Literal["none", "auto", "required"]
 CHOICE_MODES: Final = ("none", "auto", "required")
+CUSTOM: Final = "openai:custom"
+"""The ``type`` of a custom tool, and of the choice of one (``custom`` in ``openai``)."""
+CustomType = Annotated[Literal["openai:custom"], READ_EXTENSION, WRITE_EXTENSION, extension_schema(CUSTOM)]
 
 
 def _default(value: Any) -> BeforeValidator:
@@ -35,17 +51,63 @@ class FunctionTool(WireModel):
     strict: Annotated[Flag, _default(True)] = True
 
 
+class PlainText(WireModel):
+    """``text.format``, or a custom tool's ``format``: free text."""
+
+    type: Literal["text"] = "text"
+
+
+class GrammarFormat(WireModel):
+    """A custom tool's ``format``: its input is text in the language of ``definition``, a
+    Lark grammar (``syntax: lark``) or a regular expression (``regex``)."""
+
+    type: Literal["grammar"] = "grammar"
+    syntax: Literal["lark", "regex"]
+    definition: Text
+
+
+InputFormat = Annotated[
+    Annotated[PlainText, Tag("@text")] | Annotated[GrammarFormat, Tag("@grammar")],
+    Discriminator(
+        tagger({"text": "@text", "grammar": "@grammar"}, {PlainText: "@text", GrammarFormat: "@grammar"}),
+        custom_error_type="input_format_type",
+        custom_error_message="bad input format type",
+    ),
+]
+"""A custom tool's ``format``: free text, or a grammar."""
+
+
+class CustomTool(WireModel):
+    """A tool whose input is raw text (no JSON arguments): free text, or text of its
+    ``format`` 's grammar (free text when left out)."""
+
+    type: CustomType = CUSTOM
+    name: Name
+    description: Text | None = None
+    format: Annotated[InputFormat, _default({"type": "text"})] = Field(default_factory=PlainText)
+
+    @property
+    def grammar(self) -> GrammarFormat | None:
+        """The grammar the input follows, or ``None`` for free text."""
+        return self.format if isinstance(self.format, GrammarFormat) else None
+
+
 def _tool_tag(value: Any) -> str | None:
-    if isinstance(value, dict) and value.get("type", "function") == "function":
+    if isinstance(value, dict):
+        kind = value.get("type", "function")
+        if kind == "function":
+            return "@function"
+        return "@custom" if isinstance(kind, str) and canonical_type(kind) == CUSTOM else None
+    if isinstance(value, FunctionTool):
         return "@function"
-    return "@function" if isinstance(value, FunctionTool) else None
+    return "@custom" if isinstance(value, CustomTool) else None
 
 
 Tool = Annotated[
-    Annotated[FunctionTool, Tag("@function")],
+    Annotated[FunctionTool, Tag("@function")] | Annotated[CustomTool, Tag("@custom")],
     Discriminator(_tool_tag, custom_error_type="tool_type", custom_error_message="unsupported tool type"),
 ]
-"""A tool of a request (function tools only)."""
+"""A tool of a request: a function or a custom tool."""
 
 
 class FunctionChoice(WireModel):
@@ -55,10 +117,18 @@ class FunctionChoice(WireModel):
     name: Text
 
 
-class AllowedTool(WireModel):
-    """A tool ``allowed_tools`` permits, by type (``function`` when left out) and name."""
+class CustomChoice(WireModel):
+    """``tool_choice``: call this custom tool."""
 
-    type: str | None = "function"
+    type: CustomType = CUSTOM
+    name: Text
+
+
+class AllowedTool(WireModel):
+    """A tool ``allowed_tools`` permits, by type (``function`` when left out, or
+    ``openai:custom``) and name."""
+
+    type: Annotated[str | None, READ_EXTENSION, WRITE_EXTENSION] = "function"
     name: Text
 
 
@@ -74,24 +144,19 @@ def _choice_tag(value: Any) -> str | None:
     if isinstance(value, str):
         return "@mode"
     return tagger(
-        {"function": "@function", "allowed_tools": "@allowed_tools"},
-        {FunctionChoice: "@function", AllowedTools: "@allowed_tools"},
+        {"function": "@function", "custom": "@custom", CUSTOM: "@custom", "allowed_tools": "@allowed_tools"},
+        {FunctionChoice: "@function", CustomChoice: "@custom", AllowedTools: "@allowed_tools"},
     )(value)
 
 
 ToolChoice = Annotated[
     Annotated[ChoiceMode, Tag("@mode")]
     | Annotated[FunctionChoice, Tag("@function")]
+    | Annotated[CustomChoice, Tag("@custom")]
     | Annotated[AllowedTools, Tag("@allowed_tools")],
     Discriminator(_choice_tag, custom_error_type="tool_choice_type", custom_error_message="bad tool choice"),
 ]
-"""``tool_choice``: a mode, one function, or the allowed tools."""
-
-
-class PlainText(WireModel):
-    """``text.format``: free text."""
-
-    type: Literal["text"] = "text"
+"""``tool_choice``: a mode, one function, one custom tool, or the allowed tools."""
 
 
 class JsonObjectFormat(WireModel):

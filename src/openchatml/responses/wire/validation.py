@@ -86,12 +86,13 @@ def _item_type(param: str, item: dict[str, Any], ctx: dict[str, Any]) -> Rendere
 
 def _tool_type(param: str, tool: dict[str, Any], ctx: dict[str, Any]) -> Rendered:
     kind = tool.get("type")
-    message = f"Unsupported tool type {kind!r} at '{param}': this server offers function tools only."
+    message = f"Unsupported tool type {kind!r} at '{param}': this server offers function and custom tools."
     return f"{param}.type", "unsupported_tool_type", message
 
 
 def _tool_choice_type(param: str, choice: dict[str, Any], ctx: dict[str, Any]) -> Rendered:
-    message = f"Invalid tool_choice type {choice.get('type')!r}: expected 'function' or 'allowed_tools'."
+    kind = choice.get("type")
+    message = f"Invalid tool_choice type {kind!r}: expected 'function', 'custom' or 'allowed_tools'."
     return f"{param}.type", "invalid_value", message
 
 
@@ -104,6 +105,13 @@ def _format_type(param: str, value: dict[str, Any], ctx: dict[str, Any]) -> Rend
     message = (
         f"Invalid value for '{param}.type': {value.get('type')!r}. "
         f"Supported values are: {_quoted(FORMAT_TYPES)}."
+    )
+    return f"{param}.type", "invalid_value", message
+
+
+def _input_format_type(param: str, value: dict[str, Any], ctx: dict[str, Any]) -> Rendered:
+    message = (
+        f"Invalid value for '{param}.type': {value.get('type')!r}. Supported values are: 'text', 'grammar'."
     )
     return f"{param}.type", "invalid_value", message
 
@@ -136,6 +144,7 @@ _MESSAGES: Final[dict[str, Render]] = {
     "input_content_type": _expecting(INPUT_PARTS),
     "output_content_type": _expecting(OUTPUT_PARTS),
     "format_type": _tagged(_format_type),
+    "input_format_type": _tagged(_input_format_type),
     "item_type": _tagged(_item_type),
     "tool_type": _tagged(_tool_type),
     "tool_choice_type": _tagged(_tool_choice_type),

@@ -1,0 +1,119 @@
+"""The calls a response may make, checked on what the model wrote: the guarantee that holds
+after parsing, whether or not the engine enforced the request's grammar.
+
+:meth:`CallRules.of` reads a request: which tools its ``tool_choice`` lets the model call
+(``none``: none; ``auto`` / ``required`` / ``allowed_tools``: those named; a named tool:
+that one), whether a call must come, the JSON Schema of each strict function tool's
+arguments (closed, as the grammar holds them) and the grammar of each custom tool's input.
+:meth:`CallRules.refusal` says why one finished call breaks them (``""``: it does not);
+:meth:`CallRules.unmet` why a finished answer does (a forced call that never came).
+
+A response whose model broke the rules never hands the client the offending call as a valid
+one: the event builder shows nothing of a call of a tool it may not call; over an engine
+that does not enforce the request's grammar it holds every call until the call is complete
+and checked, and drops a refused one; a call streamed by an enforcing engine that still
+turns out wrong ends ``incomplete``. The response then ends ``failed`` with the error
+``invalid_tool_call`` saying what the model wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import jsonschema
+
+from ..engines.guidance import in_language
+from ..templates.grammar.json_schema import close_schema
+from .request import ResponseRequest
+from .wire.tools import AllowedTools, CustomChoice, FunctionChoice
+
+Mode = Literal["none", "auto", "required"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallRules:
+    """What calls a response may make (see the module docstring)."""
+
+    mode: Mode = "auto"
+    allowed: frozenset[str] = frozenset()
+    schemas: Mapping[str, Any] = field(default_factory=dict)
+    """Strict function tools: name → the closed schema of their arguments."""
+    grammars: Mapping[str, tuple[Literal["lark", "regex"], str]] = field(default_factory=dict)
+    """Custom tools with a grammar: name → (syntax, definition)."""
+    custom: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, request: ResponseRequest) -> CallRules | None:
+        """The rules of ``request``'s tools and ``tool_choice``; ``None`` for a request that
+        offers no tools (nothing to hold a call to: a call the model makes up is read as it
+        always is)."""
+        if not request.tools and not request.custom_tools:
+            return None
+        names = [tool.name for tool in request.tools] + [tool.name for tool in request.custom_tools]
+        choice = request.tool_choice
+        mode: Mode
+        if isinstance(choice, FunctionChoice | CustomChoice):
+            mode, allowed = "required", {choice.name}
+        elif isinstance(choice, AllowedTools):
+            mode = "required" if choice.mode == "required" else "auto"
+            allowed = {tool.name for tool in choice.tools}
+        elif choice == "none":
+            mode, allowed = "none", set()
+        else:
+            mode, allowed = ("required" if choice == "required" else "auto"), set(names)
+        schemas = {
+            tool.name: close_schema(dict(tool.parameters or {"type": "object", "properties": {}}))
+            for tool in request.tools
+            if tool.strict is not False
+        }
+        grammars = {
+            tool.name: (tool.grammar.syntax, tool.grammar.definition)
+            for tool in request.custom_tools
+            if tool.grammar is not None
+        }
+        return cls(mode, frozenset(allowed), schemas, grammars, request.custom_names)
+
+    def name_refusal(self, name: str) -> str:
+        """Why any call of ``name`` breaks the rules (``""``: a call of it may be valid)."""
+        if self.mode == "none":
+            return f"the model called {name!r} although tool_choice is 'none'"
+        if name not in self.allowed:
+            allowed = ", ".join(sorted(self.allowed)) or "none"
+            return f"the model called {name!r}, which tool_choice does not allow (allowed: {allowed})"
+        return ""
+
+    def refusal(self, name: str, payload: str) -> str:
+        """Why a finished call of ``name`` with ``payload`` (JSON arguments, or a custom
+        tool's raw input) breaks the rules; ``""`` when it does not."""
+        refusal = self.name_refusal(name)
+        if refusal:
+            return refusal
+        if name in self.custom:
+            grammar = self.grammars.get(name)
+            if grammar is not None and not in_language(*grammar, payload):
+                return f"the input of {name!r} is not in the language of its {grammar[0]} grammar"
+            return ""
+        try:
+            arguments = json.loads(payload)
+        except ValueError:
+            return f"the arguments of {name!r} are not JSON"
+        if not isinstance(arguments, dict):
+            return f"the arguments of {name!r} are not a JSON object"
+        schema = self.schemas.get(name)
+        if schema is not None:
+            try:
+                jsonschema.validate(arguments, schema)
+            except jsonschema.ValidationError as exc:
+                return f"the arguments of {name!r} do not match its schema: {exc.message}"
+            except jsonschema.SchemaError:
+                return ""  # a schema jsonschema cannot read: the grammar was the check
+        return ""
+
+    def unmet(self, calls: int) -> str:
+        """Why an answer that made ``calls`` calls breaks the rules (``""``: it does not)."""
+        if self.mode == "required" and calls == 0:
+            return "tool_choice requires a call, and the model answered without one"
+        return ""
