@@ -80,8 +80,8 @@ class GrammarMatcher:
         if self._matcher.is_error():
             raise GrammarError(self._matcher.get_error())
         self._matcher.unsafe_compute_mask_ptr(self._bitmask.ctypes.data, self._bitmask.nbytes)
-        bits = np.unpackbits(self._bitmask.view(np.uint8), bitorder="little")
-        return bits[: self._vocab_size].astype(np.bool_)
+        bits = np.unpackbits(self._bitmask.view(np.uint8), count=self._vocab_size, bitorder="little")
+        return bits.view(np.bool_)
 
     def advance(self, token: int) -> bool:
         """Take ``token``; ``False`` when the grammar refuses it."""

@@ -304,7 +304,10 @@ class TransformersEngine:
                 out = model(input_ids=input_ids, past_key_values=past, use_cache=True, **self._keep_kwargs)
                 past = out.past_key_values
                 logits = out.logits[0, -1].float()
-                allowed = logits if matcher is None else _constrained(logits, matcher, params.stop_token_ids)
+                allowed = logits
+                if matcher is not None:
+                    keep = params.logprobs is not None  # log probabilities are of the raw logits
+                    allowed = _constrained(logits, matcher, params.stop_token_ids, keep=keep)
                 token = _sample(allowed, params, counts, generator)
                 job.post(token if params.logprobs is None else _score(logits, token, params.logprobs))
                 if matcher is not None:
@@ -316,19 +319,22 @@ class TransformersEngine:
                 input_ids = torch.tensor([[token]], dtype=torch.long, device=device)
 
 
-def _constrained(logits: Any, matcher: GrammarMatcher, stops: Sequence[int]) -> Any:
+def _constrained(logits: Any, matcher: GrammarMatcher, stops: Sequence[int], *, keep: bool) -> Any:
     """``logits`` with every id the grammar does not allow next at minus infinity (the stop
-    ids allowed where the output may end). Raises :class:`EngineError` where it allows none."""
+    ids allowed where the output may end); in place unless ``keep`` (the raw logits are
+    still wanted). Raises :class:`EngineError` where the grammar allows no id."""
     import torch
 
     allowed = matcher.allowed()
     mask_stops(allowed, matcher, stops)
     if not allowed.any():
         raise EngineError("the request's grammar allows no token here")
-    keep = torch.zeros(logits.shape[-1], dtype=torch.bool, device=logits.device)
-    size = min(len(allowed), logits.shape[-1])
-    keep[:size] = torch.from_numpy(allowed[:size]).to(logits.device)
-    return logits.masked_fill(~keep, float("-inf"))
+    out = logits.clone() if keep else logits
+    size = min(len(allowed), out.shape[-1])
+    blocked = torch.from_numpy(~allowed[:size])
+    out[:size].masked_fill_(blocked.to(out.device), float("-inf"))
+    out[size:] = float("-inf")
+    return out
 
 
 def _eos_ids(model: Any) -> list[int] | None:
