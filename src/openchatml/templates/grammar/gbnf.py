@@ -8,12 +8,27 @@ bounded repetition, a JSON value is converted by :mod:`.json_schema`, and free t
 automaton of the marker it stops at (see :meth:`GbnfWriter.free_text`). Literals and
 character classes are escaped so that llama.cpp, xgrammar and llguidance's GBNF converter
 read them alike.
+
+Given the tokenizer's special tokens, the writer writes llama.cpp's own dialect (the text
+xgrammar cannot read): a marker that is a special token becomes a token reference
+``<[id]>``, matched by id only, never by its spelled text. llama.cpp matches a special
+token against text rules by its text, so free text never holds the text of any special
+token (its automaton avoids them all): a special token is sampled where the grammar names
+it, nowhere else. llama.cpp samples an end-of-generation token only where its grammar may
+end, and outside the grammar; a special token that only ever ends the output (Harmony's
+``<|return|>``, ``<|call|>``) is written optional (``<[id]>?``), so that the grammar may end
+before it. A bound on free text (``FreeText.max_tokens``) becomes a bound in characters,
+which llama.cpp checks cheaply: at most ``max_tokens`` steps of the automaton, each a
+character or a run that starts like a special token and breaks off (a token holds at
+least one character, so the text stays within about ``max_tokens`` tokens); free text that
+must not begin with given texts (``not_start``) stays unbounded. JSON strings are the
+schema converter's rules and may still hold a special token's text.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
 from .builder import RuleSet
@@ -90,53 +105,130 @@ def gbnf_class(node: CharClass) -> str:
     return f"[{'^' if node.negated else ''}{body}]"
 
 
+def split_markers(text: str, special_tokens: list[tuple[str, int]]) -> list[tuple[str, int | None]]:
+    """``text`` cut into plain pieces (``None``) and the special tokens it holds (their ids);
+    ``special_tokens`` longest first, so that the longest marker wins."""
+    out: list[tuple[str, int | None]] = []
+    pending = ""
+    i = 0
+    while i < len(text):
+        for marker, token in special_tokens:
+            if marker and text.startswith(marker, i):
+                if pending:
+                    out.append((pending, None))
+                    pending = ""
+                out.append((marker, token))
+                i += len(marker)
+                break
+        else:
+            pending += text[i]
+            i += 1
+    if pending:
+        out.append((pending, None))
+    return out
+
+
+def ending_markers(rule_set: RuleSet, start: str, special_tokens: list[tuple[str, int]]) -> frozenset[str]:
+    """The markers of ``special_tokens`` (longest first) that only ever end the output of
+    ``start``: each place that names one is the last thing the output may hold."""
+    last: set[str] = set()
+    inner: set[str] = set()
+    visited: set[tuple[str, bool]] = set()
+
+    def visit(node: Node, tail: bool) -> None:
+        if isinstance(node, LiteralText):
+            parts = split_markers(node.text, special_tokens)
+            for index, (piece, token) in enumerate(parts):
+                if token is not None:
+                    (last if tail and index == len(parts) - 1 else inner).add(piece)
+        elif isinstance(node, Concat):
+            for index, item in enumerate(node.items):
+                visit(item, tail and index == len(node.items) - 1)
+        elif isinstance(node, Choice):
+            for item in node.items:
+                visit(item, tail)
+        elif isinstance(node, Repeat):
+            visit(node.item, tail and node.most == 1)
+        elif isinstance(node, RuleRef):
+            if (node.name, tail) not in visited:
+                visited.add((node.name, tail))
+                visit(rule_set.definitions[node.name], tail)
+        elif isinstance(node, FreeText):
+            visit(LiteralText(node.open), False)
+            visit(LiteralText(node.stop), tail)
+        elif isinstance(node, Subgrammar):
+            visit(node.fallback, tail)
+
+    visit(RuleRef(start), True)
+    return frozenset(last - inner)
+
+
 class _MarkerAutomaton:
-    """The Knuth–Morris–Pratt automaton of ``marker``: in state ``j`` the text read so far
-    ends with the marker's first ``j`` characters (and with no longer part of it)."""
+    """The automaton of text that never completes one of ``markers`` (Aho–Corasick): in
+    state ``j`` the text read so far ends with ``prefixes[j]``, the longest proper prefix
+    of a marker it ends with; states are numbered shortest prefix first (for one marker,
+    state ``j`` has read its first ``j`` characters)."""
 
-    def __init__(self, marker: str) -> None:
-        self.marker = marker
-        self.alphabet = sorted(set(marker))
-        self.failure = [0] * len(marker)
-        matched = 0
-        for i in range(1, len(marker)):
-            while matched and marker[i] != marker[matched]:
-                matched = self.failure[matched - 1]
-            if marker[i] == marker[matched]:
-                matched += 1
-            self.failure[i] = matched
+    def __init__(self, markers: Iterable[str]) -> None:
+        self.markers = tuple(sorted({marker for marker in markers if marker}))
+        self.prefixes = sorted(
+            {marker[:length] for marker in self.markers for length in range(len(marker))},
+            key=lambda prefix: (len(prefix), prefix),
+        )
+        self.index = {prefix: state for state, prefix in enumerate(self.prefixes)}
+        self.alphabet = sorted(set("".join(self.markers)))
+        self.moves: dict[tuple[int, str], int | None] = {}
 
-    def step(self, state: int, char: str) -> int:
-        """The state after reading ``char`` in ``state``."""
-        marker = self.marker
-        while state and marker[state] != char:
-            state = self.failure[state - 1]
-        return state + 1 if marker[state] == char else 0
+    def step(self, state: int, char: str) -> int | None:
+        """The state after reading ``char`` in ``state`` (``None``: it completed a marker)."""
+        key = (state, char)
+        if key not in self.moves:
+            text = self.prefixes[state] + char
+            if any(text.endswith(marker) for marker in self.markers):
+                self.moves[key] = None
+            else:
+                self.moves[key] = next(
+                    self.index[text[i:]] for i in range(len(text) + 1) if text[i:] in self.index
+                )
+        return self.moves[key]
 
     def run(self, text: str) -> int | None:
-        """The state after reading ``text`` from the start (``None``: it completed the marker)."""
+        """The state after reading ``text`` from the start (``None``: it completed a marker)."""
         state = 0
         for char in text:
-            state = self.step(state, char)
-            if state == len(self.marker):
+            target = self.step(state, char)
+            if target is None:
                 return None
+            state = target
         return state
 
 
 class GbnfWriter:
     """Writes the rules of a :class:`~.builder.RuleSet` as GBNF. The rules it adds (layout,
-    JSON values, free text) go into a copy of the rule set."""
+    JSON values, free text) go into a copy of the rule set. ``special_tokens`` (marker text
+    → token id): write llama.cpp's dialect, with token references (see the module
+    docstring); none: the GBNF that llama.cpp and xgrammar both read."""
 
-    def __init__(self, rule_set: RuleSet) -> None:
+    def __init__(self, rule_set: RuleSet, special_tokens: Mapping[str, int] | None = None) -> None:
         self.rule_set = rule_set.copy()
+        self.special_tokens = sorted((special_tokens or {}).items(), key=lambda item: -len(item[0]))
+        self.ending: frozenset[str] = frozenset()
         self.free_text_rules: dict[FreeText, str] = {}
         self.json_rules: dict[str, Node] = {}
+        self.automata: dict[tuple[str, ...], tuple[_MarkerAutomaton, list[RuleRef]]] = {}
+        self.segment_rules: dict[tuple[str, ...], tuple[RuleRef, RuleRef]] = {}
         self.referenced: list[str] = []
         self.rule_bodies: dict[str, tuple[str, list[str]]] = {}
 
     def write(self, start: str) -> str:
         """The grammar of the rules reachable from ``start`` (named ``root``); a writer may
         write several starts of one grammar (the rules' text is kept between them)."""
+        if self.special_tokens:
+            ending = ending_markers(self.rule_set, start, self.special_tokens)
+            if ending != self.ending:  # the markers are written otherwise: rewrite the rules
+                self.ending = ending
+                self.rule_bodies.clear()
+                self.free_text_rules.clear()
         lines: list[str] = []
         seen: set[str] = set()
         queue = [start]
@@ -159,11 +251,22 @@ class GbnfWriter:
         self.referenced.append(ref)
         return ref.lower().replace("_", "-")
 
+    def pieces(self, text: str) -> list[str]:
+        """``text`` as GBNF: literals, and with special tokens, token references (those that
+        only end the output optional)."""
+        out: list[str] = []
+        for piece, token in split_markers(text, self.special_tokens):
+            if token is None:
+                out.append(gbnf_literal(piece))
+            else:
+                out.append(f"<[{token}]>" + ("?" if piece in self.ending else ""))
+        return out
+
     def expression(self, node: Node, *, top: bool = False) -> str:
         """``node`` as a GBNF expression (``top``: the whole body of a rule, alternatives
         written bare)."""
         if isinstance(node, LiteralText):
-            return gbnf_literal(node.text)
+            return " ".join(self.pieces(node.text)) or '""'
         if isinstance(node, CharClass):
             return gbnf_class(node)
         if isinstance(node, RuleRef):
@@ -198,29 +301,19 @@ class GbnfWriter:
         return self.expression(self.json_rules[node.schema])
 
     def free_text(self, node: FreeText) -> str:
-        """Free text as rules: the states of the Knuth–Morris–Pratt automaton of the marker
-        it stops at (or must not hold), each a rule that never completes the marker, then
-        the marker; before them, the states of a trie of the texts it must not begin with."""
+        """Free text as rules: the states of the automaton of the marker it stops at (or must
+        not hold) and, with special tokens, of theirs too, each a rule that never completes
+        one, then the marker; before them, the states of a trie of the texts it must not
+        begin with. With special tokens and ``max_tokens``, at most that many steps of the
+        automaton (:meth:`bounded_text`)."""
         if node in self.free_text_rules:
             return self.free_text_rules[node]
         marker = node.stop or node.avoid
-        any_text = self.rule_set.add("any", zero_or_more(char_class("\x00", negated=True)), key=("gbnf-any",))
-        automaton = _MarkerAutomaton(marker)
-        states = self._marker_states(automaton)
-
-        def after(text: str) -> Node | None:
-            """Where ``text`` leaves the marker's automaton (``None``: it completed it)."""
-            if not marker:
-                return any_text
-            state = automaton.run(text)
-            return None if state is None else states[state]
-
-        entry = after("")
-        assert entry is not None
-        excluded = {head for head in node.not_start if head}
-        if excluded:
-            entry = self._exclusion_trie(excluded, automaton.alphabet, after)
-        out = self.expression(entry)
+        markers = [marker, *(text for text, _ in self.special_tokens)]
+        if self.special_tokens and node.max_tokens is not None and not node.not_start:
+            out = self.bounded_text(markers, node.max_tokens)
+        else:
+            out = self.expression(self.unbounded_text(markers, node.not_start))
         if node.stop:
             out += " " + self.expression(LiteralText(node.stop))
         if node.open:
@@ -228,23 +321,81 @@ class GbnfWriter:
         self.free_text_rules[node] = out
         return out
 
-    def _marker_states(self, automaton: _MarkerAutomaton) -> list[RuleRef]:
-        """One rule per state of the automaton: any text from that state on that does not
-        complete the marker."""
-        marker = automaton.marker
-        states = [RuleRef(self.rule_set.fresh_name("until")) for _ in marker]
+    def unbounded_text(self, markers: list[str], not_start: tuple[str, ...]) -> Node:
+        """Any text that completes none of ``markers`` and does not begin (after whitespace)
+        with one of ``not_start``: the rule of its automaton's first state, or of a trie."""
+        any_text = self.rule_set.add("any", zero_or_more(char_class("\x00", negated=True)), key=("gbnf-any",))
+        alphabet: list[str] = []
+        states: list[RuleRef] = []
+        if any(markers):
+            automaton, states = self.marker_states(markers)
+            alphabet = automaton.alphabet
+
+        def after(text: str) -> Node | None:
+            """Where ``text`` leaves the markers' automaton (``None``: it completed one)."""
+            if not states:
+                return any_text
+            state = automaton.run(text)
+            return None if state is None else states[state]
+
+        excluded = {head for head in not_start if head}
+        if excluded:
+            return self._exclusion_trie(excluded, alphabet, after)
+        entry = after("")
+        assert entry is not None
+        return entry
+
+    def marker_states(self, markers: list[str]) -> tuple[_MarkerAutomaton, list[RuleRef]]:
+        """The automaton of ``markers`` and one rule per state: any text from that state on
+        that completes none of them (built once per set of markers with special tokens)."""
+        key = tuple(sorted(set(markers)))
+        if key in self.automata:
+            return self.automata[key]
+        automaton = _MarkerAutomaton(markers)
+        states = [RuleRef(self.rule_set.fresh_name("until")) for _ in automaton.prefixes]
         for state, ref in enumerate(states):
             moves = {char: automaton.step(state, char) for char in automaton.alphabet}
-            advancing = sorted(char for char, target in moves.items() if target)
+            advancing = sorted(char for char, target in moves.items() if target != 0)
             other = CharClass(tuple((ord(char), ord(char)) for char in advancing), negated=True)
             alternatives: list[Node] = [concat(other, states[0])]
-            alternatives += [
-                concat(LiteralText(char), states[moves[char]])
-                for char in advancing
-                if moves[char] < len(marker)
-            ]
+            for char in advancing:
+                target = moves[char]
+                if target is not None:
+                    alternatives.append(concat(LiteralText(char), states[target]))
             self.rule_set.define(ref.name, optional(choice(*alternatives)))
-        return states
+        if self.special_tokens:
+            self.automata[key] = automaton, states
+        return automaton, states
+
+    def bounded_text(self, markers: list[str], bound: int) -> str:
+        """Text that completes none of ``markers``, at most ``bound`` steps of their
+        automaton: a step reads one character from its first state back to it (through the
+        states of a marker's beginning, which count as one), and text may end on a
+        marker's beginning."""
+        key = tuple(sorted(set(markers)))
+        if key not in self.segment_rules:
+            automaton, _ = self.marker_states(markers)
+            count = len(automaton.prefixes)
+            returns = [RuleRef(self.rule_set.fresh_name("step")) for _ in range(count)]
+            endings = [RuleRef(self.rule_set.fresh_name("partial")) for _ in range(count)]
+            for state in range(count):
+                moves = {char: automaton.step(state, char) for char in automaton.alphabet}
+                advancing = sorted(char for char, target in moves.items() if target != 0)
+                other = CharClass(tuple((ord(char), ord(char)) for char in advancing), negated=True)
+                back: list[Node] = [other]
+                onward: list[Node] = []
+                for char in advancing:
+                    target = moves[char]
+                    if target is not None:
+                        back.append(concat(LiteralText(char), returns[target]))
+                        onward.append(concat(LiteralText(char), endings[target]))
+                self.rule_set.define(returns[state].name, choice(*back))
+                self.rule_set.define(
+                    endings[state].name, optional(choice(*onward)) if state else choice(*onward)
+                )
+            self.segment_rules[key] = returns[0], endings[0]
+        step, ending = self.segment_rules[key]
+        return f"{self.rule_name(step.name)}{{0,{bound}}} {self.rule_name(ending.name)}?"
 
     def _exclusion_trie(
         self, excluded: set[str], alphabet: list[str], after: Callable[[str], Node | None]

@@ -11,7 +11,9 @@ Three texts come out of one :class:`~.builder.RuleSet`:
   (``Grammar.from_ebnf``); JSON Schemas are converted into rules.
 * ``gbnf`` — what llama.cpp needs: when ``lazy`` (``tool_choice="auto"``), the grammar of
   the output from the trigger on (llama.cpp's lazy grammars let the model write freely
-  until a trigger and apply the grammar from there); otherwise the same text as ``ebnf``.
+  until a trigger and apply the grammar from there); otherwise the whole output. Markers
+  that are special tokens are token references there (llama.cpp's dialect, see
+  :mod:`.gbnf`); without special tokens, the same rules as ``ebnf``.
 """
 
 from __future__ import annotations
@@ -47,7 +49,8 @@ class ToolGrammar:
     lark: str
     """llguidance Lark, the whole output."""
     gbnf: str
-    """llama.cpp GBNF: the output from the trigger on when ``lazy``, else the whole output."""
+    """llama.cpp GBNF (special tokens as token references): the output from the trigger on
+    when ``lazy``, else the whole output."""
     ebnf: str
     """The whole output in the GBNF syntax that xgrammar and llama.cpp both read."""
     triggers: tuple[Trigger, ...]
@@ -71,12 +74,11 @@ def write_tool_grammar(
 ) -> ToolGrammar:
     """The :class:`ToolGrammar` of ``rule_set``, whose rules :data:`~.builder.START` (the
     whole output) and :data:`~.builder.LAZY_START` (from the trigger on) are defined;
-    ``special_tokens``: markers that are single special tokens, with their ids (Lark)."""
-    gbnf_writer = GbnfWriter(rule_set)
-    ebnf = gbnf_writer.write(START)
+    ``special_tokens``: markers that are single special tokens, with their ids (Lark, GBNF)."""
+    ebnf = GbnfWriter(rule_set).write(START)
     return ToolGrammar(
         lark=LarkWriter(rule_set, special_tokens).write(START),
-        gbnf=gbnf_writer.write(LAZY_START) if lazy else ebnf,
+        gbnf=GbnfWriter(rule_set, special_tokens).write(LAZY_START if lazy else START),
         ebnf=ebnf,
         triggers=triggers,
         lazy=lazy,
