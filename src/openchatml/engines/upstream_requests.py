@@ -100,7 +100,8 @@ def vllm_body(
         body["logprobs"] = params.logprobs
         body["return_tokens_as_token_ids"] = True
     if grammar is not None:
-        body["structured_outputs"] = {"grammar": grammar.lark}
+        # vLLM 0.32 pins an llguidance that ignores a bound on JSON whitespace
+        body["structured_outputs"] = {"grammar": grammar.lark_fixed_spacing}
     body.update(params.extra)
     return body
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 
-import pytest
 from grammar_checks import ebnf_accepts
 
 from openchatml.core.tokens import CALL_ID, END_ID, NAMED_SPECIAL_TOKENS, RETURN_ID
@@ -103,11 +102,6 @@ def test_harmony_grammars_in_llama_cpp_dialect() -> None:
     assert "{0,20}" in required.gbnf  # the first message's share of the bound, in characters
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="harmony.py's lazy grammar starts after its trigger; llama-server (and the other "
-    "builders) feed the grammar from the trigger on",
-)
 def test_harmony_lazy_grammar_reads_from_its_trigger() -> None:
     """llama-server applies a lazy grammar from the start of its trigger word on, the word
     included (as :func:`grammar_checks.from_trigger` and the template grammars have it)."""

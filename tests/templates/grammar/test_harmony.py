@@ -254,3 +254,11 @@ def test_a_reasoning_bound_ends_the_thoughts_in_time() -> None:
     assert matcher.validate_tokens([200007]) == 1
     assert matcher.validate_tokens(text_ids(" one")) == 0
     assert "max_tokens=20" in grammar.lark
+
+
+def test_fixed_spacing_is_compact_json() -> None:
+    grammar = harmony_tool_call_grammar(TOOLS, tool_choice="required")
+    head = "<|channel|>commentary to=functions.get_weather<|message|>"
+    assert accepts(grammar.lark_fixed_spacing, text_ids(head + '{"city":"Rome"}<|call|>'))
+    assert not accepts(grammar.lark_fixed_spacing, text_ids(head + '{"city": "Rome"}<|call|>'))
+    assert accepts(grammar.lark, text_ids(head + '{"city": "Rome"}<|call|>'))

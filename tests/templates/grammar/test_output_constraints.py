@@ -84,3 +84,13 @@ def test_a_reasoning_bound_closes_the_thinking() -> None:
     assert matcher.consume_tokens(raw.encode("<think>12345678"))
     assert matcher.validate_tokens(raw.encode("9")) == 0
     assert matcher.validate_tokens(raw.encode("</think>")) == 1
+
+
+def test_fixed_spacing_takes_the_formats_json_spacing_only() -> None:
+    grammar = tool_call_grammar(HERMES, TOOLS, tool_choice="required")
+    spaced = '<tool_call>\n{"name": "get_time", "arguments": {"city": "Oslo"}}\n</tool_call>'
+    loose = '<tool_call>\n{"name": "get_time", "arguments": {"city":   "Oslo"}}\n</tool_call>'
+    assert lark_accepts(grammar.lark, spaced) and lark_accepts(grammar.lark, loose)
+    assert lark_accepts(grammar.lark_fixed_spacing, spaced)
+    assert not lark_accepts(grammar.lark_fixed_spacing, loose)
+    assert '"whitespace_flexible": false' in grammar.lark_fixed_spacing

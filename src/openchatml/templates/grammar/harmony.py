@@ -25,6 +25,8 @@ from .tool_grammar import ToolGrammar, Trigger, write_tool_grammar
 
 RECIPIENT: Final = " to=functions."
 """What a call's header holds before the tool's name; the trigger of lazy grammars."""
+JSON_SEPARATORS: Final = (",", ":")
+"""gpt-oss writes JSON compact (``{"location":"Paris"}``): under a grammar, that spacing only."""
 PRELUDE_SHARES: Final = (2, 4, 4)
 """With a bound on reasoning, at most three messages come before the answer or the call,
 the first taking up to half of the bound and the others a quarter each."""
@@ -53,8 +55,8 @@ def harmony_tool_call_grammar(
     ``None``: free text. ``reasoning_tokens``: a bound on the text of the messages before
     the answer or the call (at most three of them then: :data:`PRELUDE_SHARES`); ``None``:
     any number, unbounded. ``special_tokens``: the markers' ids (default: o200k_harmony's).
-    The trigger, for lazy grammars, is `` to=functions.`` (the grammar from it on: the
-    name, the rest of the header, the input). Raises ``ValueError`` as
+    The trigger, for lazy grammars, is `` to=functions.`` (the grammar from it on, itself
+    included: the recipient, the rest of the header, the input). Raises ``ValueError`` as
     :func:`~.tool_choice.select_tools` does."""
     offered = offered_tools(tools, freeform)
     selection = select_tools(tool_choice, offered)
@@ -83,7 +85,8 @@ def harmony_tool_call_grammar(
         call = rule_set.add("call", choice(*heads))
         body = choice(answer, call) if selection.mode == "auto" else call
     rule_set.define(START, concat(_prelude(reasoning_tokens), body))
-    rule_set.define(LAZY_START, choice(*rests) if rests else EMPTY)
+    # from the trigger on, the trigger included (as llama.cpp applies a lazy grammar)
+    rule_set.define(LAZY_START, concat(LiteralText(RECIPIENT), choice(*rests)) if rests else EMPTY)
     return write_tool_grammar(
         rule_set,
         {**NAMED_SPECIAL_TOKENS, **(special_tokens or {})},
@@ -91,6 +94,7 @@ def harmony_tool_call_grammar(
         lazy=selection.mode == "auto",
         tools=selection.names,
         parallel=False,
+        json_separators=JSON_SEPARATORS,
     )
 
 

@@ -3,7 +3,9 @@
 Rules reachable from the start are written in the order they are first reached, the start
 first. Terminal rules (:attr:`~.builder.RuleSet.terminals`) become upper-case lexemes
 (``STR_3: /"…"/``), the others lower-case rules. Layout whitespace is ``_WS?``; a JSON value
-is an inline ``%json`` schema (``lenient``, with the same whitespace bound); free text is a
+is an inline ``%json`` schema (``lenient``; with the same whitespace bound, or with
+``json_separators`` in one fixed spacing: no whitespace beyond them, which every llguidance
+version honours — vLLM's pins one that ignores a whitespace bound); free text is a
 lexeme ``TEXT_n`` that runs up to its marker, made lazy (``text_n[lazy]: TEXT_n``) so that it
 ends at the first occurrence. Free text with ``max_tokens`` before a marker that is a special
 token is a rule ``text_n[max_tokens=N]: TEXT_n``: at the bound the lexeme ends and the marker
@@ -86,8 +88,14 @@ class LarkWriter:
     ``special_tokens`` (text → token id) become token references. Free-text and JSON rules
     get fresh names from the rule set."""
 
-    def __init__(self, rule_set: RuleSet, special_tokens: Mapping[str, int]) -> None:
+    def __init__(
+        self,
+        rule_set: RuleSet,
+        special_tokens: Mapping[str, int],
+        json_separators: tuple[str, str] | None = None,
+    ) -> None:
         self.rule_set = rule_set
+        self.json_separators = json_separators
         self.special_tokens = sorted(special_tokens.items(), key=lambda item: -len(item[0]))
         self.extra_lines: list[str] = []
         self.free_text_rules: dict[FreeText, str] = {}
@@ -187,10 +195,12 @@ class LarkWriter:
         """A rule ``json_n: %json {...}`` for the schema (one per schema)."""
         if node.schema not in self.json_rules:
             schema = json.loads(node.schema)
-            guidance = {
-                "lenient": True,
-                "whitespace_pattern": f"[\\x20\\x0A\\x0D\\x09]{{1,{WHITESPACE_MAX}}}",
-            }
+            guidance: dict[str, object] = {"lenient": True}
+            if self.json_separators is None:
+                guidance["whitespace_pattern"] = f"[\\x20\\x0A\\x0D\\x09]{{1,{WHITESPACE_MAX}}}"
+            else:
+                item, key = self.json_separators
+                guidance.update(whitespace_flexible=False, item_separator=item, key_separator=key)
             text = json.dumps({"x-guidance": guidance, **schema}, ensure_ascii=False)
             name = self.rule_set.fresh_name("json")
             self.json_rules[node.schema] = name

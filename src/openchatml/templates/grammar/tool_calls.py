@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from ..errors import UnsupportedTemplateError
 from ..format import CallIdPosition, ReasoningMode, TemplateFormat, ToolCallFormat, ToolSyntax
@@ -59,6 +59,10 @@ from .json_schema import json_value
 from .markers import marker_node, strip_edge
 from .tool_choice import FreeformTool, ToolChoice, offered_tools, select_tools
 from .tool_grammar import ToolGrammar, Trigger, write_tool_grammar
+
+JSON_SEPARATORS: Final = (", ", ": ")
+"""Chat templates write JSON as Jinja's ``tojson`` does (``{"city": "Paris"}``): under a
+grammar, JSON values take that spacing only."""
 
 
 def tool_call_grammar(
@@ -123,6 +127,7 @@ def tool_call_grammar(
         lazy=selection.mode == "auto",
         tools=selection.names,
         parallel=several,
+        json_separators=JSON_SEPARATORS,
     )
 
 

@@ -1,12 +1,14 @@
 """The grammars of one request's tool calls, as the engines take them.
 
-Three texts come out of one :class:`~.builder.RuleSet`:
+Four texts come out of one :class:`~.builder.RuleSet`:
 
 * ``lark`` — llguidance's Lark dialect, for the whole output. JSON arguments are inline
-  ``%json`` schemas (llguidance's own schema compiler, ``lenient``); free text runs in lazy
-  lexemes that end at the first trigger. Markers that are special tokens of the model's
-  tokenizer are written as token references (``<[id]>``): llguidance never matches a
-  special token against quoted text.
+  ``%json`` schemas (llguidance's own schema compiler, ``lenient``, whitespace bounded);
+  free text runs in lazy lexemes that end at the first trigger. Markers that are special
+  tokens of the model's tokenizer are written as token references (``<[id]>``):
+  llguidance never matches a special token against quoted text.
+* ``lark_fixed_spacing`` — the same with JSON in one spacing (the format's separators and
+  no other whitespace), for llguidance versions that cannot bound JSON whitespace.
 * ``ebnf`` — the whole output in the GBNF syntax read by both llama.cpp and xgrammar
   (``Grammar.from_ebnf``); JSON Schemas are converted into rules.
 * ``gbnf`` — what llama.cpp needs: when ``lazy`` (``tool_choice="auto"``), the grammar of
@@ -48,6 +50,10 @@ class ToolGrammar:
 
     lark: str
     """llguidance Lark, the whole output."""
+    lark_fixed_spacing: str
+    """The same, its JSON values in one fixed spacing (no whitespace but the format's
+    separators): for llguidance versions that ignore a bound on JSON whitespace (vLLM 0.32
+    pins one), where a model could write whitespace without end."""
     gbnf: str
     """llama.cpp GBNF (special tokens as token references): the output from the trigger on
     when ``lazy``, else the whole output."""
@@ -71,13 +77,16 @@ def write_tool_grammar(
     lazy: bool,
     tools: tuple[str, ...],
     parallel: bool,
+    json_separators: tuple[str, str] = (", ", ": "),
 ) -> ToolGrammar:
     """The :class:`ToolGrammar` of ``rule_set``, whose rules :data:`~.builder.START` (the
     whole output) and :data:`~.builder.LAZY_START` (from the trigger on) are defined;
-    ``special_tokens``: markers that are single special tokens, with their ids (Lark, GBNF)."""
+    ``special_tokens``: markers that are single special tokens, with their ids (Lark, GBNF);
+    ``json_separators``: the item and key separators of JSON values in ``lark_fixed_spacing``."""
     ebnf = GbnfWriter(rule_set).write(START)
     return ToolGrammar(
         lark=LarkWriter(rule_set, special_tokens).write(START),
+        lark_fixed_spacing=LarkWriter(rule_set, special_tokens, json_separators).write(START),
         gbnf=GbnfWriter(rule_set, special_tokens).write(LAZY_START if lazy else START),
         ebnf=ebnf,
         triggers=triggers,

@@ -1,0 +1,80 @@
+"""Constrained requests are honoured on every model the server runs in process: a few
+trials of every mode of ``bench/check_enforcement.py`` (which runs 200 of each) against
+``openchatml serve --model NAME`` for the random-weight gpt-oss and two chat-template
+families, through the official SDK. No trial may violate its mode; a random model must
+still finish nearly every one within its budget."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli_server import CliServer
+
+pytest.importorskip("torch", reason="the demo models need torch (pip install 'openchatml[transformers]')")
+
+_BENCH = Path(__file__).resolve().parents[2] / "bench" / "check_enforcement.py"
+_spec = importlib.util.spec_from_file_location("check_enforcement", _BENCH)
+assert _spec is not None and _spec.loader is not None
+check_enforcement: Any = importlib.util.module_from_spec(_spec)
+sys.modules["check_enforcement"] = check_enforcement
+_spec.loader.exec_module(check_enforcement)
+
+TRIALS = 4
+BUDGET = 320
+MODELS = ["tiny-random", "tiny-chat-qwen3", "tiny-chat-llama"]
+REFUSED = {("tiny-chat-qwen3", "lark custom"), ("tiny-chat-llama", "lark custom")}
+"""A chat template's calls carry JSON arguments: a Lark grammar cannot hold the text inside
+a JSON string, so the request is refused (400) before any generation."""
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    home = tmp_path_factory.mktemp(f"enforce-{request.param}")
+    server = CliServer(["--model", request.param, "--device", "cpu", "--store", "none"], home, timeout=600)
+    yield request.param, server
+    server.stop()
+
+
+@pytest.mark.parametrize("mode", list(check_enforcement.MODES))
+def test_every_mode_is_honoured(served: Any, mode: str) -> None:
+    model, server = served
+    client = server.client()
+    tally: Counter[str] = Counter()
+    for seed in range(TRIALS):
+        trial = check_enforcement.run_trial(client, model, check_enforcement.MODES[mode], seed, BUDGET)
+        if (model, mode) in REFUSED:
+            assert trial.verdict == "refused", trial
+            assert "Lark" in trial.why
+            return
+        assert trial.verdict != "violating", trial.why
+        assert trial.verdict != "refused", trial.why
+        tally[trial.verdict] += 1
+    assert tally["conforming"] >= TRIALS - 1, tally
+
+
+def test_reasoning_comes_before_a_forced_call(tmp_path: Path) -> None:
+    server = CliServer(
+        ["--model", "tiny-random", "--device", "cpu", "--store", "none"], tmp_path, timeout=600
+    )
+    try:
+        client = server.client()
+        body = check_enforcement.MODES["required"].body
+        kinds = []
+        for seed in range(3):
+            response = client.responses.create(
+                model="tiny-random",
+                input="Weather?",
+                max_output_tokens=BUDGET,
+                extra_body={"seed": seed},
+                **body,
+            )
+            kinds.append([item.type for item in response.output])
+        assert all(k[-1] == "function_call" for k in kinds), kinds
+        assert any("reasoning" in k[:-1] for k in kinds), kinds
+    finally:
+        server.stop()
