@@ -315,7 +315,9 @@ def serving(engine: str, model: str, home: Path) -> Iterator[CliServer]:
         binary = llamacpp_harness.ensure_llama_server()
         gguf = llamacpp_harness.ensure_tiny_gguf(folder)
         port = llamacpp_harness.free_port()
-        upstream = llamacpp_harness.start_llama_server(binary, gguf, port, log_path=home / "llama-server.log")
+        upstream = llamacpp_harness.start_llama_server(
+            gguf, port, binary=binary, log_path=home / "llama-server.log"
+        )
     with upstream as running:
         server = CliServer(["--upstream", running.base_url, "--store", "none"], home / engine, timeout=600)
         try:

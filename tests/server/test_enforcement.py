@@ -78,3 +78,37 @@ def test_reasoning_comes_before_a_forced_call(tmp_path: Path) -> None:
         assert any("reasoning" in k[:-1] for k in kinds), kinds
     finally:
         server.stop()
+
+
+UPSTREAM_TRIALS = 2
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param("vllm", marks=pytest.mark.vllm),
+        pytest.param("llamacpp", marks=pytest.mark.llamacpp),
+    ],
+)
+def upstream(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """``openchatml serve --upstream`` over the session's vLLM or llama-server (tiny gpt-oss)."""
+    base_url = request.getfixturevalue(f"{request.param}_server").base_url
+    home = tmp_path_factory.mktemp(f"enforce-{request.param}")
+    server = CliServer(["--upstream", base_url, "--store", "none"], home, timeout=600)
+    yield request.param, server
+    server.stop()
+
+
+@pytest.mark.parametrize("mode", list(check_enforcement.MODES))
+def test_every_mode_holds_over_an_upstream(upstream: Any, mode: str) -> None:
+    """Over vLLM and llama-server nothing violates a mode either. llama-server's GBNF cannot
+    embed a custom tool's Lark or regex grammar: there the input is free text, checked
+    after parsing, and a random model's input fails the response instead (``failed``)."""
+    engine, server = upstream
+    client = server.client()
+    served = client.models.list().data[0].id
+    for seed in range(UPSTREAM_TRIALS):
+        trial = check_enforcement.run_trial(client, served, check_enforcement.MODES[mode], seed, BUDGET)
+        assert trial.verdict not in ("violating", "refused"), (engine, trial.why)
+        if engine == "vllm" or "custom" not in mode:
+            assert trial.verdict != "failed", (engine, trial.why)

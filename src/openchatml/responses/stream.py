@@ -490,7 +490,8 @@ class EventBuilder:
             if tail:
                 out.append(CustomToolCallInputDelta(self._next(), item_id, index, tail))
             out.append(CustomToolCallInputDone(self._next(), item_id, index, payload))
-        self._calls += not refusal
+        if not refusal:
+            self._calls += 1
         self.state.output[index] = item
         out.append(OutputItemDone(self._next(), index, item))
         return out
@@ -501,8 +502,7 @@ class EventBuilder:
             return ""
         if complete:
             return self._rules.refusal(name, payload)
-        refusal = self._rules.refusal(name, "")
-        return refusal if "tool_choice" in refusal else ""
+        return self._rules.name_refusal(name)
 
     # --- reasoning summaries ----------------------------------------------------------
 

@@ -262,3 +262,12 @@ def test_fixed_spacing_is_compact_json() -> None:
     assert accepts(grammar.lark_fixed_spacing, text_ids(head + '{"city":"Rome"}<|call|>'))
     assert not accepts(grammar.lark_fixed_spacing, text_ids(head + '{"city": "Rome"}<|call|>'))
     assert accepts(grammar.lark, text_ids(head + '{"city": "Rome"}<|call|>'))
+
+
+def test_a_structured_answer_comes_without_preambles() -> None:
+    schema = {"type": "object"}
+    grammar = harmony_tool_call_grammar(TOOLS, answer_schema=schema)
+    final = Message.assistant("{}", channel="final")
+    assert accepts(grammar.lark, turn(THINK, final))
+    assert not accepts(grammar.lark, turn(THINK, PREAMBLE, final))
+    assert accepts(harmony_tool_call_grammar(TOOLS).lark, turn(THINK, PREAMBLE, ANSWER))

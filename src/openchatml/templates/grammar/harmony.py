@@ -51,8 +51,9 @@ def harmony_tool_call_grammar(
     ``freeform`` tool's call carries its raw input instead (free text, or text of its
     grammar), with no constraint. One call per turn (``parallel`` is false).
 
-    ``answer_schema``: the JSON Schema the final answer conforms to (``text.format``);
-    ``None``: free text. ``reasoning_tokens``: a bound on the text of the messages before
+    ``answer_schema``: the JSON Schema the final answer conforms to (``text.format``), which
+    then comes with no preamble before it (a client reads every message text as the
+    answer); ``None``: free text. ``reasoning_tokens``: a bound on the text of the messages before
     the answer or the call (at most three of them then: :data:`PRELUDE_SHARES`); ``None``:
     any number, unbounded. ``special_tokens``: the markers' ids (default: o200k_harmony's).
     The trigger, for lazy grammars, is `` to=functions.`` (the grammar from it on, itself
@@ -84,7 +85,8 @@ def harmony_tool_call_grammar(
     else:
         call = rule_set.add("call", choice(*heads))
         body = choice(answer, call) if selection.mode == "auto" else call
-    rule_set.define(START, concat(_prelude(reasoning_tokens), body))
+    # a structured answer comes alone: a preamble would be one more text to read as the answer
+    rule_set.define(START, concat(_prelude(reasoning_tokens, preambles=answer_schema is None), body))
     # from the trigger on, the trigger included (as llama.cpp applies a lazy grammar)
     rule_set.define(LAZY_START, concat(LiteralText(RECIPIENT), choice(*rests)) if rests else EMPTY)
     return write_tool_grammar(
@@ -121,17 +123,19 @@ def _message(channel: str, bound: int | None) -> Node:
     )
 
 
-def _prelude(bound: int | None) -> Node:
-    """The messages before the answer or the call: any number, or with a ``bound`` on
-    their text at most three (:data:`PRELUDE_SHARES`), each with its share of it."""
+def _prelude(bound: int | None, *, preambles: bool) -> Node:
+    """The messages before the answer or the call — ``analysis``, and ``commentary``
+    preambles where ``preambles`` — any number, or with a ``bound`` on their text at most
+    three (:data:`PRELUDE_SHARES`), each with its share of it."""
+    channels = ("analysis", "commentary") if preambles else ("analysis",)
     if bound is None:
-        return zero_or_more(choice(_message("analysis", None), _message("commentary", None)))
+        return zero_or_more(choice(*(_message(channel, None) for channel in channels)))
     shares = [bound // share for share in PRELUDE_SHARES]
     shares[-1] = bound - sum(shares[:-1])
     prelude: Node = EMPTY
     for share in reversed(shares):
         if share <= 0:
             continue
-        one = choice(_message("analysis", share), _message("commentary", share))
+        one = choice(*(_message(channel, share) for channel in channels))
         prelude = optional(concat(one, prelude))
     return prelude
