@@ -152,6 +152,28 @@ def test_unsupported_keywords_are_ignored() -> None:
         assert not lark_accepts(lark, "{x}"), schema
 
 
+@pytest.mark.parametrize(
+    ("schema", "good", "bad"),
+    [
+        (
+            {"type": "integer", "minimum": 0, "maximum": 99},
+            ["0", "7", "99", "42"],
+            ["100", "-1", "07", "1.5"],
+        ),
+        ({"type": "integer", "minimum": -5, "maximum": 120}, ["-5", "0", "120", "999"], ["1000", "-", "--1"]),
+        ({"type": "integer", "minimum": 1}, ["123456789012"], ["-"]),  # one bound: unbounded digits
+    ],
+)
+def test_integer_bounds_bound_the_digits(schema: dict[str, Any], good: list[str], bad: list[str]) -> None:
+    """A sampler under GBNF cannot write an integer without end where both bounds are given
+    (``999`` has the digits of ``120``: the range itself is the validator's to check)."""
+    lark = _converted(schema)
+    for text in good:
+        assert lark_accepts(lark, text), text
+    for text in bad:
+        assert not lark_accepts(lark, text), text
+
+
 def test_refs_resolve_in_the_root() -> None:
     schema = {
         "$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}},

@@ -6,7 +6,8 @@ Supported: ``type`` (one or a list), ``properties``/``required``/``additionalPro
 ``anyOf``), ``allOf`` (objects merged), local ``$ref`` (``#/$defs/…``, ``#/definitions/…``),
 ``nullable``, string ``minLength``/``maxLength``.
 
-Nothing is refused. Ignored: ``pattern``, ``format``, number bounds, ``not``,
+Integers with both ``minimum`` and ``maximum`` get at most as many digits as those bounds
+have. Nothing is refused. Ignored: ``pattern``, ``format``, other number bounds, ``not``,
 ``patternProperties`` and the like (llguidance's ``%json``, which the Lark grammar uses for
 JSON arguments, enforces them); a ``$ref`` that does not resolve inside the schema, an
 unknown ``type`` and an empty schema accept any JSON value.
@@ -123,6 +124,17 @@ class SchemaConverter:
         name = "int" if integer else "num"
         return self.rule_set.add(name, JSON_INTEGER if integer else JSON_NUMBER, terminal=True, key=(name,))
 
+    def bounded_integer(self, least: int, most: int) -> Node:
+        """An integer of no more digits than ``least`` and ``most`` have, negative only
+        where ``least`` is (the exact range is the validator's business; the digits keep a
+        sampler from writing a number without end)."""
+        digits = len(str(max(abs(least), abs(most))))
+        magnitude = choice(
+            LiteralText("0"), concat(char_class("1-9"), Repeat(char_class("0-9"), 0, digits - 1))
+        )
+        body = concat(optional(LiteralText("-")), magnitude) if least < 0 else magnitude
+        return self.rule_set.add("int", body, terminal=True, key=("int", digits, least < 0))
+
     def boolean(self) -> Node:
         if self.dialect.kind == "python":
             return choice(
@@ -211,6 +223,8 @@ class SchemaConverter:
             least = int(schema.get("minLength", 0) or 0)
             most = schema.get("maxLength")
             return self.string(least, int(most) if isinstance(most, int) else None)
+        if kind == "integer" and _is_int(schema.get("minimum")) and _is_int(schema.get("maximum")):
+            return self.bounded_integer(int(schema["minimum"]), int(schema["maximum"]))
         if kind in ("number", "integer"):
             return self.number(kind == "integer")
         if kind == "boolean":
@@ -325,6 +339,10 @@ def declared_members(schema: Any) -> tuple[list[tuple[str, Any, bool]], Any]:
     members += [(name, {}, True) for name in required if name not in properties]
     extra = s.get("additionalProperties", None if members else True)
     return members, extra
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def schema_types(schema: Mapping[str, Any]) -> list[str]:
