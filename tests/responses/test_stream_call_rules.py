@@ -127,3 +127,34 @@ def test_split_points_do_not_matter(chunk: int) -> None:
             item.pop("id", None)
             item.pop("call_id", None)
     assert outputs[0] == outputs[1] and outputs[0][-1]["arguments"] == '{"city": "Oslo"}'
+
+
+SCHEMA_FORMAT = {
+    "type": "json_schema",
+    "name": "n",
+    "strict": True,
+    "schema": {"type": "object", "properties": {"n": {"type": "integer", "maximum": 9}}, "required": ["n"]},
+}
+
+
+@pytest.mark.parametrize(
+    ("fmt", "answer", "ok"),
+    [
+        (SCHEMA_FORMAT, '{"n": 3}', True),
+        (SCHEMA_FORMAT, '{"n": 30}', False),
+        (SCHEMA_FORMAT, '{"n": 3', False),
+        ({"type": "json_object"}, '{"any": [1]}', True),
+        ({"type": "json_object"}, "[1]", False),
+        ({"type": "json_schema", "name": "n", "schema": {"type": "object"}}, "not JSON", True),  # loose
+    ],
+)
+def test_the_answer_is_held_to_text_format(fmt: dict[str, Any], answer: str, ok: bool) -> None:
+    final_answer = Message.assistant(answer, channel="final")
+    request = parse_request({"model": "m", "input": "hi", "text": {"format": fmt}})
+    rules = CallRules.of(request)
+    stream = EventBuilder(ResponseState("resp_1", request, "m"), rules=rules, hold_calls=True)
+    events = stream.begin() + stream.feed(completion(THINK, final_answer)) + stream.finish("stop")
+    final = check([event.to_json() for event in events])
+    assert (final["status"] == "completed") is ok
+    if not ok:
+        assert final["error"]["code"] == "invalid_output" and "text.format" in final["error"]["message"]

@@ -1,5 +1,6 @@
-"""The calls a response may make, checked on what the model wrote: the guarantee that holds
-after parsing, whether or not the engine enforced the request's grammar.
+"""The calls a response may make, and the format of its answer, checked on what the model
+wrote: the guarantee that holds after parsing, whether or not the engine enforced the
+request's grammar.
 
 :meth:`CallRules.of` reads a request: which tools its ``tool_choice`` lets the model call
 (``none``: none; ``auto`` / ``required`` / ``allowed_tools``: those named; a named tool:
@@ -28,7 +29,7 @@ import jsonschema
 from ..engines.guidance import in_language
 from ..templates.grammar.json_schema import close_schema
 from .request import ResponseRequest
-from .wire.tools import AllowedTools, CustomChoice, FunctionChoice
+from .wire.tools import AllowedTools, CustomChoice, FunctionChoice, JsonObjectFormat, JsonSchemaFormat
 
 Mode = Literal["none", "auto", "required"]
 
@@ -44,13 +45,16 @@ class CallRules:
     grammars: Mapping[str, tuple[Literal["lark", "regex"], str]] = field(default_factory=dict)
     """Custom tools with a grammar: name → (syntax, definition)."""
     custom: frozenset[str] = frozenset()
+    answer_schema: Mapping[str, Any] | None = None
+    """The JSON Schema the answer conforms to (``text.format``); ``None``: free text."""
 
     @classmethod
     def of(cls, request: ResponseRequest) -> CallRules | None:
         """The rules of ``request``'s tools and ``tool_choice``; ``None`` for a request that
         offers no tools (nothing to hold a call to: a call the model makes up is read as it
         always is)."""
-        if not request.tools and not request.custom_tools:
+        answer = answer_schema(request)
+        if not request.tools and not request.custom_tools and answer is None:
             return None
         names = [tool.name for tool in request.tools] + [tool.name for tool in request.custom_tools]
         choice = request.tool_choice
@@ -74,7 +78,7 @@ class CallRules:
             for tool in request.custom_tools
             if tool.grammar is not None
         }
-        return cls(mode, frozenset(allowed), schemas, grammars, request.custom_names)
+        return cls(mode, frozenset(allowed), schemas, grammars, request.custom_names, answer)
 
     def name_refusal(self, name: str) -> str:
         """Why any call of ``name`` breaks the rules (``""``: a call of it may be valid)."""
@@ -112,8 +116,37 @@ class CallRules:
                 return ""  # a schema jsonschema cannot read: the grammar was the check
         return ""
 
+    def answer_refusal(self, text: str) -> str:
+        """Why a finished answer's ``text`` breaks ``text.format`` (``""``: it does not)."""
+        if self.answer_schema is None:
+            return ""
+        try:
+            value = json.loads(text)
+        except ValueError:
+            return "the answer is not the JSON that text.format asks for"
+        try:
+            jsonschema.validate(value, self.answer_schema)
+        except jsonschema.ValidationError as exc:
+            return f"the answer does not match the schema of text.format: {exc.message}"
+        except jsonschema.SchemaError:
+            return ""  # a schema jsonschema cannot read: the grammar was the check
+        return ""
+
     def unmet(self, calls: int) -> str:
         """Why an answer that made ``calls`` calls breaks the rules (``""``: it does not)."""
         if self.mode == "required" and calls == 0:
             return "tool_choice requires a call, and the model answered without one"
         return ""
+
+
+def answer_schema(request: ResponseRequest) -> Mapping[str, Any] | None:
+    """The JSON Schema ``request``'s answer must match: a strict ``json_schema`` format's
+    (closed), any JSON object for ``json_object``; ``None`` otherwise (a loose schema is
+    best effort: the grammar holds what it can, nothing is refused after)."""
+    fmt = request.text_format
+    if isinstance(fmt, JsonSchemaFormat) and fmt.json_schema is not None and fmt.strict:
+        closed: Mapping[str, Any] = close_schema(dict(fmt.json_schema))
+        return closed
+    if isinstance(fmt, JsonObjectFormat):
+        return {"type": "object"}
+    return None

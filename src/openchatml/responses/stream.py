@@ -199,7 +199,8 @@ class EventBuilder:
     request's grammar) holds every call until it is complete and checked, then shows it at
     once or not at all; a streamed call whose arguments or input turn out wrong ends
     ``incomplete``. Either way the response then ends ``failed`` (``invalid_tool_call``), as
-    does a finished answer without the call a forced ``tool_choice`` asks for.
+    does a finished answer without the call a forced ``tool_choice`` asks for; an answer
+    that is not the JSON of a strict ``text.format`` ends it ``failed`` (``invalid_output``).
     """
 
     def __init__(
@@ -397,6 +398,18 @@ class EventBuilder:
             out.append(ContentPartAdded(self._next(), item.id, index, 0, ReasoningText(text="")))
         return out
 
+    def _broken_answer(self) -> str:
+        """Why the response's answer is not ``text.format``'s JSON (``""``: it is)."""
+        if self._rules is None:
+            return ""
+        answers = [
+            "".join(part.text for part in item.content if isinstance(part, OutputText))
+            for item in self.state.output
+            if isinstance(item, AssistantMessage) and item.phase != "commentary"
+        ]
+        refusals = [self._rules.answer_refusal(text) for text in answers]
+        return next((refusal for refusal in refusals if refusal), "")
+
     def _refuses(self, item: OutputItem) -> bool:
         """Whether ``item`` is a call of a tool the rules do not let the model call."""
         if self._rules is None or not isinstance(item, FunctionCall | CustomToolCall):
@@ -570,14 +583,13 @@ class EventBuilder:
             self._pair(closing, events)
         out = early + self._translate(events)
         out += self._close("completed" if reason == "stop" else "incomplete")
-        broken = self._violation or (
-            self._rules.unmet(self._calls) if self._rules and reason == "stop" else ""
-        )
+        code, broken = "invalid_tool_call", self._violation
+        if not broken and reason == "stop" and self._rules is not None:
+            broken = self._rules.unmet(self._calls)
+            if not broken:
+                code, broken = "invalid_output", self._broken_answer()
         if broken and reason in ("stop", "length"):
-            reason, error = (
-                "error",
-                ErrorPayload(type="model_error", code="invalid_tool_call", message=broken),
-            )
+            reason, error = "error", ErrorPayload(type="model_error", code=code, message=broken)
         state = self.state
         state.usage = self.usage()
         if reason == "stop":

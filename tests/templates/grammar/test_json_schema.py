@@ -160,13 +160,15 @@ def test_unsupported_keywords_are_ignored() -> None:
             ["0", "7", "99", "42"],
             ["100", "-1", "07", "1.5"],
         ),
-        ({"type": "integer", "minimum": -5, "maximum": 120}, ["-5", "0", "120", "999"], ["1000", "-", "--1"]),
+        ({"type": "integer", "minimum": -5, "maximum": 120}, ["-5", "0", "120"], ["121", "-6", "1000", "-"]),
+        ({"type": "integer", "minimum": -5, "maximum": 1200}, ["-5", "0", "1200", "9999"], ["10000", "--1"]),
         ({"type": "integer", "minimum": 1}, ["123456789012"], ["-"]),  # one bound: unbounded digits
     ],
 )
 def test_integer_bounds_bound_the_digits(schema: dict[str, Any], good: list[str], bad: list[str]) -> None:
-    """A sampler under GBNF cannot write an integer without end where both bounds are given
-    (``999`` has the digits of ``120``: the range itself is the validator's to check)."""
+    """A sampler under GBNF cannot write an integer without end where both bounds are given:
+    a small range exactly; a large one by its digits (``9999`` has the digits of ``1200``:
+    the rest is the validator's to check)."""
     lark = _converted(schema)
     for text in good:
         assert lark_accepts(lark, text), text

@@ -6,8 +6,9 @@ Supported: ``type`` (one or a list), ``properties``/``required``/``additionalPro
 ``anyOf``), ``allOf`` (objects merged), local ``$ref`` (``#/$defs/…``, ``#/definitions/…``),
 ``nullable``, string ``minLength``/``maxLength``.
 
-Integers with both ``minimum`` and ``maximum`` get at most as many digits as those bounds
-have. Nothing is refused. Ignored: ``pattern``, ``format``, other number bounds, ``not``,
+Integers with both ``minimum`` and ``maximum``: exactly that range where it is small, else at
+most as many digits as the bounds have. Nothing is refused. Ignored: ``pattern``,
+``format``, other number bounds, ``not``,
 ``patternProperties`` and the like (llguidance's ``%json``, which the Lark grammar uses for
 JSON arguments, enforces them); a ``$ref`` that does not resolve inside the schema, an
 unknown ``type`` and an empty schema accept any JSON value.
@@ -51,6 +52,8 @@ from .value_dialect import (
 )
 
 NON_STRING_TYPES: Final = ("number", "boolean", "null", "array", "object")
+EXACT_RANGE: Final = 256
+"""Integer ranges up to this many values are written value by value."""
 
 
 class SchemaConverter:
@@ -125,9 +128,13 @@ class SchemaConverter:
         return self.rule_set.add(name, JSON_INTEGER if integer else JSON_NUMBER, terminal=True, key=(name,))
 
     def bounded_integer(self, least: int, most: int) -> Node:
-        """An integer of no more digits than ``least`` and ``most`` have, negative only
-        where ``least`` is (the exact range is the validator's business; the digits keep a
-        sampler from writing a number without end)."""
+        """An integer from ``least`` to ``most``: exactly, for a range of at most
+        :data:`EXACT_RANGE` values; else of no more digits than the bounds have, negative
+        only where ``least`` is (the validator checks the rest; the digits keep a sampler
+        from writing a number without end)."""
+        if 0 <= most - least < EXACT_RANGE:
+            values = choice(*(LiteralText(str(value)) for value in range(least, most + 1)))
+            return self.rule_set.add("int", values, terminal=True, key=("int", least, most))
         digits = len(str(max(abs(least), abs(most))))
         magnitude = choice(
             LiteralText("0"), concat(char_class("1-9"), Repeat(char_class("0-9"), 0, digits - 1))
