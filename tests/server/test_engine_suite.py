@@ -26,10 +26,11 @@ from openapi import validate
 from test_responses_api import WEATHER_TOOL, check_stream, sse_events
 
 from openchatml.demo_models.tiny_random import ensure_tiny_model
+from openchatml.engines.upstream_requests import HARMONY_RESERVED, llamacpp_grammar
+from openchatml.responses.dialect import HarmonyDialect
 from openchatml.responses.input import build_conversation
 from openchatml.responses.request import parse_request
 from openchatml.responses.resource import ResponseState
-from openchatml.responses.runner import prepare
 from openchatml.responses.stream import EventBuilder
 
 MODEL = "tiny-gpt-oss"
@@ -286,13 +287,15 @@ whether it ended on a stop id (else on the token limit)."""
 
 def assert_output_is_what_upstream_samples(server: CliServer, sample: Sampler) -> None:
     """Our greedy responses over ``server.upstream`` == the items its own completion ids
-    for the same prompt (``sample``) translate to here, with the same usage and status."""
+    for the same prompt and grammar (``sample``) translate to here, with the same usage and
+    status."""
     assert server.upstream is not None
     for text, tools in (("Hello", []), ("Weather in Paris?", [WEATHER_TOOL])):
         body = {"model": MODEL, "input": text, "tools": tools, "max_output_tokens": 40, "temperature": 0}
         ours = server.client().responses.create(**body)
         request = parse_request(body)
-        prepared = prepare(request, build_conversation(request, request.items), context_length=4096)
+        conversation = build_conversation(request, request.items)
+        prepared = HarmonyDialect().prepare(request, conversation, context_length=4096)  # with its grammar
         with httpx.Client(base_url=server.upstream, timeout=120) as http:
             model = http.get("/v1/models").json()["data"][0]["id"]
             ids, stopped = sample(http, prepared)
@@ -306,6 +309,20 @@ def assert_output_is_what_upstream_samples(server: CliServer, sample: Sampler) -
             [{k: v for k, v in o.items() if v is not None} for o in expected["output"]]
         )
         assert ours.status == expected["status"]
+
+
+def grammar_fields(prepared: Any) -> dict[str, Any]:
+    """vLLM's fields for the prepared request's grammar, as the engine sends them."""
+    grammar = prepared.params.grammar
+    return {} if grammar is None else {"structured_outputs": {"grammar": grammar.lark_fixed_spacing}}
+
+
+def llamacpp_grammar_fields(prepared: Any) -> dict[str, Any]:
+    """llama-server's fields for the prepared request's grammar, as the engine sends them."""
+    grammar = prepared.params.grammar
+    if grammar is None:
+        return {}
+    return llamacpp_grammar(grammar, prepared.params.stop_token_ids, HARMONY_RESERVED)
 
 
 @pytest.mark.parametrize("server", [pytest.param("vllm", marks=pytest.mark.vllm)], indirect=True)
@@ -324,6 +341,7 @@ def test_output_equals_what_vllm_samples(server: CliServer) -> None:
                 "stop_token_ids": list(prepared.params.stop_token_ids),
                 "skip_special_tokens": False,
                 "return_token_ids": True,
+                **grammar_fields(prepared),
             },
         ).json()["choices"][0]
         return sampled["token_ids"], sampled["finish_reason"] == "stop"
@@ -340,7 +358,13 @@ def test_output_equals_what_llamacpp_samples(server: CliServer) -> None:
     def sample(http: httpx.Client, prepared: Any) -> tuple[list[int], bool]:
         answer = http.post(
             "/completion",
-            json={"prompt": prepared.prompt, "n_predict": 40, "temperature": 0, "return_tokens": True},
+            json={
+                "prompt": prepared.prompt,
+                "n_predict": 40,
+                "temperature": 0,
+                "return_tokens": True,
+                **llamacpp_grammar_fields(prepared),
+            },
         ).json()
         assert answer["tokens_predicted"] == len(answer["tokens"])
         return answer["tokens"], answer["stop_type"] == "eos"
