@@ -31,6 +31,15 @@ def test_none_allows_content_only() -> None:
     check(grammar, HERMES, "Let me see. " + CALL, False)
 
 
+def test_none_on_a_format_whose_calls_have_no_marker() -> None:
+    """Llama 3.1 calls with bare JSON: under ``none`` the content may not begin like one."""
+    llama = FORMATS["llama3.1"]
+    grammar = tool_call_grammar(llama, TOOLS, tool_choice="none")
+    check(grammar, llama, "It is noon in Oslo.", True)
+    check(grammar, llama, '{"name": "get_time", "parameters": {"city": "Oslo"}}', False)
+    check(grammar, llama, ' \n{"name": "x"}', False)
+
+
 def test_none_on_a_format_without_calls() -> None:
     plain = FORMATS["hermes"].__class__(name="plain")
     grammar = tool_call_grammar(plain, TOOLS, tool_choice="none")

@@ -189,9 +189,12 @@ class ToolCallRuleBuilder:
             answer = None
         if mode == "none":
             avoid = ""
+            heads: tuple[str, ...] = ()
             if self.fmt.tools.syntax is not ToolSyntax.NONE:
                 avoid = self.markers()[0].strip() or self.call_opening()
-            self.rule_set.define(START, concat(reasoning, answer or FreeText("", not_start, avoid=avoid)))
+                heads = () if avoid else self.bare_heads()  # a call with no marker: how it begins
+            content = FreeText("", (*not_start, *heads), avoid=avoid)
+            self.rule_set.define(START, concat(reasoning, answer or content))
             self.rule_set.define(LAZY_START, EMPTY)
             return ""
         opener, rest = self.calls()
