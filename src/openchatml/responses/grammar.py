@@ -27,6 +27,7 @@ from ..templates.format import TemplateFormat, ToolSyntax
 from ..templates.grammar import ToolGrammar, harmony_tool_call_grammar, tool_call_grammar
 from ..templates.grammar.json_schema import close_schema
 from ..templates.grammar.tool_choice import FreeformTool
+from .call_rules import answer_schema
 from .errors import RequestError
 from .request import ResponseRequest
 from .wire.tools import (
@@ -35,13 +36,11 @@ from .wire.tools import (
     CustomTool,
     FunctionChoice,
     FunctionTool,
-    JsonObjectFormat,
     JsonSchemaFormat,
 )
 
 RESERVE: Final = 256
 """Tokens kept for the constrained part (a call, a structured answer) out of a budget."""
-ANY_OBJECT: Final[Mapping[str, Any]] = {"type": "object"}
 ANY_VALUE: Final[Mapping[str, Any]] = {}
 
 
@@ -140,19 +139,15 @@ def _tool_json(tool: FunctionTool) -> dict[str, Any]:
 
 
 def _answer_schema(request: ResponseRequest) -> Mapping[str, Any] | None:
-    """The JSON Schema the answer conforms to: a strict ``json_schema`` format's (closed),
-    or one that is not strict where the grammar engine takes it (else any JSON value: best
-    effort, never an error); any JSON object for ``json_object``; ``None`` for text."""
+    """The JSON Schema the answer conforms to: what :func:`~.call_rules.answer_schema` holds
+    it to (a strict format's closed schema, any object for ``json_object``), or a loose
+    format's schema where the grammar engine takes it (else any JSON value: best effort,
+    never an error); ``None`` for text."""
     fmt = request.text_format
-    if isinstance(fmt, JsonSchemaFormat) and fmt.json_schema is not None:
+    if isinstance(fmt, JsonSchemaFormat) and fmt.json_schema is not None and not fmt.strict:
         schema = dict(fmt.json_schema)
-        if fmt.strict:
-            closed: Mapping[str, Any] = close_schema(schema)
-            return closed
         return schema if not check_grammar(_schema_grammar(schema)) else ANY_VALUE
-    if isinstance(fmt, JsonObjectFormat):
-        return ANY_OBJECT
-    return None
+    return answer_schema(request)
 
 
 @functools.lru_cache(maxsize=256)
