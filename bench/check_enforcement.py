@@ -41,10 +41,9 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 import jsonschema
-import llguidance as llg
 import openai
 import pydantic
 
@@ -52,6 +51,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "server"))
 
 from cli_server import CliServer
+
+from openchatml.engines.guidance import in_language
 
 Verdict = Literal["conforming", "incomplete", "failed", "violating", "refused"]
 VERDICTS: tuple[Verdict, ...] = ("conforming", "incomplete", "failed", "violating")
@@ -206,27 +207,6 @@ class Trial:
     why: str = ""
 
 
-class _Bytes:
-    """A byte-level vocabulary, to run a Lark grammar over a text."""
-
-    tokens: ClassVar[list[bytes]] = [bytes([i]) for i in range(256)] + [b"<end>"]
-    eos_token_id = 256
-    bos_token_id = None
-    special_token_ids: ClassVar[list[int]] = [256]
-
-    def __call__(self, text: str) -> list[int]:
-        return list(text.encode())
-
-
-_BYTES = llg.LLTokenizer(llg.TokenizerWrapper(_Bytes()))
-
-
-def in_lark(grammar: str, text: str) -> bool:
-    """Whether ``text`` is a sentence of the Lark ``grammar``."""
-    matcher = llg.LLMatcher(_BYTES, llg.LLMatcher.grammar_from_lark(grammar), log_level=0)
-    return bool(matcher.consume_tokens(list(text.encode())) and matcher.is_accepting())
-
-
 def judge_calls(mode: Mode, output: list[dict[str, Any]]) -> str:
     """What breaks the mode's contract in ``output`` (``""``: nothing)."""
     calls = [item for item in output if item["type"] in ("function_call", "custom_tool_call")]
@@ -241,7 +221,7 @@ def judge_calls(mode: Mode, output: list[dict[str, Any]]) -> str:
                 jsonschema.validate(json.loads(call["arguments"]), SCHEMAS[name])
             except (ValueError, jsonschema.ValidationError) as exc:
                 return f"arguments of {name}: {str(exc)[:80]}"
-        elif name == "apply_patch" and not in_lark(PATCH_GRAMMAR, call["input"]):
+        elif name == "apply_patch" and not in_language("lark", PATCH_GRAMMAR, call["input"]):
             return f"patch input {call['input'][:60]!r}"
         elif name == "set_pin" and not re.fullmatch(PIN_PATTERN, call["input"]):
             return f"pin input {call['input'][:60]!r}"
