@@ -39,7 +39,7 @@ from .core.interchange import (
 from .core.messages import Conversation, Role
 from .core.parse import StreamParser
 from .core.render import CoTPolicy, Profile, RenderConfig, Renderer
-from .responses.limits import DEFAULT_LIMITS
+from .responses.limits import DEFAULT_LIMITS, DEFAULT_MAX_OUTPUT_TOKENS
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -579,6 +579,15 @@ __all__ = ["main"]
     "openai for OpenAI's SDKs and Codex, openresponses for other clients. "
     "A request's OpenChatML-Wire header overrides it.",
 )
+@click.option(
+    "--default-max-output-tokens",
+    type=click.IntRange(min=0),
+    default=DEFAULT_MAX_OUTPUT_TOKENS,
+    show_default=True,
+    metavar="N",
+    help="Output tokens a response may sample when its request sets no max_output_tokens "
+    "(0: the context window's room after the prompt).",
+)
 def serve(
     model: str | None,
     upstream: str | None,
@@ -602,6 +611,7 @@ def serve(
     max_conversation_items: int,
     ttl_days: float,
     wire: str,
+    default_max_output_tokens: int,
 ) -> None:
     """Serve the Open Responses API (/v1/responses: JSON, SSE, WebSocket) over a model."""
     from .server import ServerConfig
@@ -637,6 +647,7 @@ def serve(
         ttl_seconds=int(ttl_days * 86400) if ttl_days > 0 else None,
         served_name=served_model_name,
         wire=wire,
+        default_max_output_tokens=default_max_output_tokens or None,
     )
     sys.exit(run_server(config))
 

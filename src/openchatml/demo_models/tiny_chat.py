@@ -81,9 +81,10 @@ __all__ = [
 TINY_CHAT_PREFIX: Final = "tiny-chat"
 """Folder names under ``$OPENCHATML_HOME/models`` start with this."""
 
-CONTEXT_LENGTH: Final = 4096
-"""The models' ``max_position_embeddings``."""
-_RECIPE: Final = 2
+CONTEXT_LENGTH: Final = 131072
+"""The models' ``max_position_embeddings``: Llama 3.1's and gpt-oss's window, so a coding
+agent's prompt fits."""
+_RECIPE: Final = 3
 _STAMP: Final = "openchatml-tiny-chat.json"
 _INSTALL_HINT: Final = (
     "the tiny chat model needs torch and transformers: pip install 'openchatml[transformers]'"

@@ -48,9 +48,10 @@ ENDOFTEXT_ID: Final = 199999
 EOS_TOKEN_IDS: Final = (RETURN_ID, CALL_ID, ENDOFTEXT_ID)
 """``<|return|>``, ``<|call|>`` and ``<|endoftext|>``: the generation config's eos ids."""
 
-CONTEXT_LENGTH: Final = 4096
+CONTEXT_LENGTH: Final = 131072
+"""gpt-oss's window: yarn stretches 4,096 trained positions 32 times."""
 
-_RECIPE: Final = 2
+_RECIPE: Final = 3
 
 _ASSISTANT, _ANALYSIS, _FINAL, _COMMENT, _ARY = 173781, 35644, 17196, 12606, 815
 SHAPE: Final[dict[int, dict[int, float]]] = {

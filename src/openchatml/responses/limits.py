@@ -74,3 +74,7 @@ class RequestLimits:
 
 
 DEFAULT_LIMITS: Final = RequestLimits()
+
+DEFAULT_MAX_OUTPUT_TOKENS: Final = 32768
+"""How many tokens a response may sample when its request sets no ``max_output_tokens``
+(Codex sets none): the server's default, ``serve --default-max-output-tokens``."""

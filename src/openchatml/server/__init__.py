@@ -60,6 +60,7 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
             limits=config.request_limits,
             ttl_seconds=config.ttl_seconds,
             wire=config.wire,
+            default_max_output_tokens=config.default_max_output_tokens,
         ),
         admission=Admission(config.running_limit(), config.max_queued, config.max_per_key),
     )

@@ -19,7 +19,7 @@ from typing import Final
 from ..demo_models.catalog import ensure_demo_model, is_demo_model
 from ..engines.base import Engine, EngineError
 from ..responses.crypto import KEY_BYTES, new_key
-from ..responses.limits import DEFAULT_LIMITS, RequestLimits
+from ..responses.limits import DEFAULT_LIMITS, DEFAULT_MAX_OUTPUT_TOKENS, RequestLimits
 from .store.base import Store
 from .store.sqlite import SQLiteStore
 
@@ -70,6 +70,8 @@ class ServerConfig:
     served_name: str | None = None
     wire: str = "auto"
     """The wire dialect of answers: ``auto`` (by the client), ``openai`` or ``openresponses``."""
+    default_max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
+    """The output bound of a request that sets no ``max_output_tokens`` (``None``: the room left)."""
 
     @property
     def engine_name(self) -> str:

@@ -14,6 +14,7 @@ import contextlib
 import logging
 import time
 from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from dataclasses import replace
 
 from ..engines.base import Engine
 from ..responses import ids
@@ -159,6 +160,10 @@ class ResponseRunner:
         hop for both steps: under many concurrent requests, each hop costs more than the
         work of a usual prompt)."""
         conversation = build_conversation(request, items, settings=self.settings.prompt, sealer=self.sealer)
+        default = self.settings.default_max_output_tokens
+        if request.max_output_tokens is None and default is not None:
+            # the bound samples under; the response still echoes what its request said
+            request = replace(request, max_output_tokens=default)
         return self.dialect.prepare(
             request,
             conversation,

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from ..responses.input import PromptSettings
-from ..responses.limits import RequestLimits
+from ..responses.limits import DEFAULT_MAX_OUTPUT_TOKENS, RequestLimits
 
 WIRE_SETTINGS: Final = ("auto", "openai", "openresponses")
 """The server's wire settings: a dialect for every answer, or ``auto`` (by the client)."""
@@ -32,6 +32,9 @@ class ServiceSettings:
     other servers (with notices: every ``4 * poll_seconds``, in case one was lost)."""
     cancel_wait_seconds: float = 10.0
     """How long ``cancel`` waits for another server to end the response it runs."""
+    default_max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
+    """The output bound of a response whose request sets no ``max_output_tokens`` (``None``:
+    the context window's room after the prompt)."""
     wire: str = "auto"
     """The wire dialect of answers whose request names none (``OpenChatML-Wire``):
     ``openai``, ``openresponses``, or ``auto`` (``openai`` for OpenAI's SDKs and Codex,
