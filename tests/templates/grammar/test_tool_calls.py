@@ -10,6 +10,7 @@ converter lexes greedily and is no judge of GBNF). The formats are the hand-writ
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -204,7 +205,8 @@ def rendered(name: str, calls: list[tuple[str, dict[str, Any]]]) -> tuple[str, s
     if not path.exists():
         pytest.skip("no shared templates here")
     fmt = FORMATS[BY_TEMPLATE[name]]
-    template = ChatTemplate(path.read_text(), name=path.name)
+    # one clock for both renders: a template that writes the time must not differ between them
+    template = ChatTemplate(path.read_text(), name=path.name, now=datetime(2026, 1, 2, 3, 4, 5))
     user = {"role": "user", "content": "Hi"}
     tool_calls = [
         {"id": f"c{i}abcdefg", "type": "function", "function": {"name": name, "arguments": args}}
