@@ -27,11 +27,13 @@ from llamacpp_harness import LlamaServer
 from openchatml import Conversation, Message, Renderer, load_encoding, parse_tokens
 from openchatml.core.tokens import CALL_ID, CHANNEL_ID, RETURN_ID
 from openchatml.engines.base import SamplingParams
+from openchatml.engines.guidance import in_language
 from openchatml.engines.tokenizer import HFTokenizer
 from openchatml.engines.upstream import UpstreamEngine
 from openchatml.templates.analysis.template_analysis import analyze_source
 from openchatml.templates.environment import ChatTemplate
 from openchatml.templates.grammar import ToolGrammar, Trigger, harmony_tool_call_grammar, tool_call_grammar
+from openchatml.templates.grammar.tool_choice import FreeformTool
 from openchatml.templates.parsing import ParsedMessage, ParseOptions, parse_output
 from openchatml.templates.prompt import output_prefix, render_prompt
 from vllm_harness import VllmServer
@@ -260,3 +262,30 @@ def test_llamacpp_lazy_grammar_holds_from_its_trigger_token(llamacpp_server: Lla
         assert call.channel == "commentary"
         assert_weather_call(call, call.text)
         assert ids[-1] in (CALL_ID, RETURN_ID)  # lazy: any end-of-generation id may end it
+
+
+PATCH = FreeformTool(
+    "apply_patch",
+    "lark",
+    'start: "*** Begin Patch\\n" hunk+ "*** End Patch"\n'
+    'hunk: "*** Add File: " NAME LF ("+" /[^\\n]{0,20}/ LF)~1..3\n'
+    "NAME: /[a-z]{1,8}\\.txt/\n"
+    "%import common.LF\n",
+)
+PIN = FreeformTool("set_pin", "regex", "[0-9]{4}-[a-z]{2,6}")
+
+
+@pytest.mark.llamacpp
+@pytest.mark.parametrize("tool", [PATCH, PIN], ids=lambda tool: tool.syntax)
+def test_llamacpp_custom_tools_write_their_grammar(llamacpp_server: LlamaServer, tool: FreeformTool) -> None:
+    """A custom tool's grammar, Lark or a regular expression, is GBNF rules: the call ends
+    on ``<|call|>`` with its input in the grammar's language, at every seed."""
+    grammar = harmony_tool_call_grammar(
+        [WEATHER], tool_choice={"type": "custom", "name": tool.name}, freeform=[tool], reasoning_tokens=30
+    )
+    for seed in SEEDS:
+        ids = sample(llamacpp_server.base_url, harmony_prompt(), harmony_params(grammar, seed, 600))
+        assert ids[-1] == CALL_ID, (seed, load_encoding().decode(ids[-60:]))
+        call = harmony_messages(ids)[-1]
+        assert call.recipient == f"functions.{tool.name}"
+        assert in_language(tool.syntax, tool.definition, call.text), (seed, call.text)

@@ -29,6 +29,9 @@ server enforces grammars.
     by its text, and the grammar's free text avoids the markers it knows; the special ids
     no grammar names (o200k_harmony's ``<|reserved_N|>``, for a model that speaks Harmony)
     get a logit bias of ``false`` too, as llguidance never samples a special token in text.
+    A custom tool's grammar reaches llama-server as GBNF rules
+    (:mod:`..templates.grammar.custom_grammar`); one GBNF cannot carry is refused before
+    any generation, by the layers above.
 
 The probe: two one-token requests, greedy, each under a grammar that allows one digit
 (then, optionally, a token reference, so that a server that cannot read those refuses it);

@@ -7,9 +7,12 @@ lazy grammar.
 
 The modules, bottom up: :mod:`.ir` (the intermediate form), :mod:`.builder` (named rules,
 object members), :mod:`.value_dialect` and :mod:`.json_schema` (values by JSON Schema),
-:mod:`.lark` and :mod:`.gbnf` (the writers), :mod:`.tool_choice` (what ``tool_choice``
-allows), :mod:`.markers` and :mod:`.call_arguments` (a format's calls), :mod:`.tool_grammar`
-(the result), :mod:`.tool_calls` and :mod:`.harmony` (the grammars of a request).
+:mod:`.lark` and :mod:`.gbnf` (the writers; for GBNF, :mod:`.char_sets`,
+:mod:`.regex_reader`, :mod:`.lark_reader` and :mod:`.custom_grammar` read custom tools'
+grammars into rules, :mod:`.opening_guard` keeps runs of text from spelling a control
+token), :mod:`.tool_choice` (what ``tool_choice`` allows), :mod:`.markers` and
+:mod:`.call_arguments` (a format's calls), :mod:`.tool_grammar` (the result),
+:mod:`.tool_calls` and :mod:`.harmony` (the grammars of a request).
 """
 
 from .harmony import harmony_tool_call_grammar

@@ -21,8 +21,14 @@ before it. A bound on free text (``FreeText.max_tokens``) becomes a bound in cha
 which llama.cpp checks cheaply: at most ``max_tokens`` steps of the automaton, each a
 character or a run that starts like a special token and breaks off (a token holds at
 least one character, so the text stays within about ``max_tokens`` tokens); free text that
-must not begin with given texts (``not_start``) stays unbounded. JSON strings are the
-schema converter's rules and may still hold a special token's text.
+must not begin with given texts (``not_start``) stays unbounded. Where special tokens are
+spelled ``<|…|>``, runs of characters — JSON strings, a custom tool's text — never hold
+``<|`` (:mod:`.opening_guard`).
+
+A custom tool's grammar (:class:`~.ir.Subgrammar`, Lark or a regular expression) is read
+into rules (:mod:`.custom_grammar`); one that GBNF cannot carry becomes free text up to its
+stop, checked after parsing (:func:`~.custom_grammar.custom_grammar_problem` says why, for
+a server to refuse it first).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Final
 
 from .builder import RuleSet
+from .custom_grammar import custom_grammar_rules
 from .ir import (
     LAYOUT,
     WHITESPACE_MAX,
@@ -53,6 +60,8 @@ from .ir import (
     zero_or_more,
 )
 from .json_schema import SchemaConverter
+from .opening_guard import guarded_repeat, guards
+from .regex_reader import UnsupportedGrammarError
 from .value_dialect import JSON
 
 _HEX: Final = frozenset("0123456789abcdefABCDEF")
@@ -219,6 +228,8 @@ class GbnfWriter:
         self.segment_rules: dict[tuple[str, ...], tuple[RuleRef, RuleRef]] = {}
         self.referenced: list[str] = []
         self.rule_bodies: dict[str, tuple[str, list[str]]] = {}
+        self.guard = guards(text for text, _ in self.special_tokens)
+        self.subgrammar_rules: dict[tuple[str, str], Node | None] = {}
 
     def write(self, start: str) -> str:
         """The grammar of the rules reachable from ``start`` (named ``root``); a writer may
@@ -280,6 +291,9 @@ class GbnfWriter:
             body = " | ".join(self.expression(item) for item in node.items)
             return body if top else f"({body})"
         if isinstance(node, Repeat):
+            guarded = guarded_repeat(self.rule_set, node) if self.guard else None
+            if guarded is not None:
+                return self.expression(guarded, top=top)
             inner = node.item
             atom = self.expression(inner)
             if not isinstance(inner, LiteralText | CharClass | RuleRef) or (
@@ -289,9 +303,24 @@ class GbnfWriter:
             return atom + node.quantifier
         if isinstance(node, FreeText):
             return self.free_text(node)
-        if isinstance(node, Subgrammar):  # GBNF cannot embed it: free text, checked after parsing
-            return self.free_text(node.fallback)
+        if isinstance(node, Subgrammar):
+            return self.subgrammar(node)
         return self.json(node)
+
+    def subgrammar(self, node: Subgrammar) -> str:
+        """A custom tool's grammar as rules (read once), then its stop; one that GBNF
+        cannot carry is free text up to the stop."""
+        key = (node.syntax, node.definition)
+        if key not in self.subgrammar_rules:
+            try:
+                self.subgrammar_rules[key] = custom_grammar_rules(self.rule_set, node.syntax, node.definition)
+            except UnsupportedGrammarError:
+                self.subgrammar_rules[key] = None
+        body = self.subgrammar_rules[key]
+        if body is None:
+            return self.free_text(node.fallback)
+        stop = [self.expression(LiteralText(node.stop))] if node.stop else []
+        return " ".join([self.expression(body), *stop])
 
     def json(self, node: JsonValue) -> str:
         """The schema's value converted into rules (once per schema)."""

@@ -9,8 +9,8 @@ bounded or unbounded repetition (:class:`Repeat`), a reference to another rule
 (:class:`FreeText`), a JSON value conforming to a schema (:class:`JsonValue`) and text in
 the language of a grammar the request brings (:class:`Subgrammar`). The last three are kept
 whole so that each writer can spell them its own way: Lark has lazy lexemes, llguidance's
-``%json`` and nested ``%lark`` grammars; GBNF has none of them and gets rules (or, for a
-nested grammar, free text).
+``%json`` and nested ``%lark`` grammars; GBNF has none of them and gets rules (a nested
+grammar read into rules where GBNF can say it, else free text).
 
 Nodes are frozen, slotted and hashable: equal nodes are one node, which lets the builders
 deduplicate alternatives and share rules. Build them with :func:`concat`, :func:`choice`,
@@ -114,7 +114,8 @@ class FreeText:
 class Subgrammar:
     """Text in the language of a grammar the request brings — a Lark grammar
     (``syntax == "lark"``, llguidance's dialect) or a regular expression (``"regex"``) —
-    then ``stop``. A writer that cannot embed it writes ``FreeText(stop)``
+    then ``stop``. A writer that cannot embed it reads it into rules
+    (:mod:`.custom_grammar`), or where it cannot, writes ``FreeText(stop)``
     (:attr:`fallback`): the text is then checked after parsing."""
 
     syntax: Literal["lark", "regex"]
