@@ -158,7 +158,7 @@ def test_tools_schema_and_formats_in_developer_message() -> None:
     [
         ({"input": 3}, "input", "invalid_type"),
         ({"input": [{"type": "wat"}]}, "input[0].type", "invalid_value"),
-        ({"input": "x", "tools": [{"type": "web_search"}]}, "tools[0].type", "unsupported_tool_type"),
+        ({"input": "x", "tools": [{"type": "file_search"}]}, "tools[0].type", "unsupported_tool_type"),
         ({"input": "x", "tools": [{"type": "function", "name": "a b"}]}, "tools[0].name", "invalid_value"),
         (
             {"input": "x", "tool_choice": {"type": "function", "name": "f"}},
@@ -166,7 +166,7 @@ def test_tools_schema_and_formats_in_developer_message() -> None:
             "invalid_value",
         ),
         ({"input": "x", "tool_choice": "required"}, "tool_choice", "invalid_value"),
-        ({"input": "x", "reasoning": {"effort": "max"}}, "reasoning.effort", "invalid_value"),
+        ({"input": "x", "reasoning": {"effort": "maximal"}}, "reasoning.effort", "invalid_value"),
         ({"input": "x", "include": ["everything"]}, "include[0]", "invalid_value"),
         ({"input": "x", "metadata": {str(i): "v" for i in range(17)}}, "metadata", "invalid_value"),
         ({"input": "x", "background": True, "store": False}, "background", "invalid_value"),
@@ -249,10 +249,11 @@ def test_typed_items_and_their_json() -> None:
     [
         ("x", "body", "invalid_type", "Invalid type for 'body': expected an object, but got a string."),
         (
-            {"input": "x", "bogus": 1},
-            "bogus",
-            "unknown_parameter",
-            "Unknown parameter: 'bogus'.",
+            {"input": "x", "bogus": 1, "prompt_cache_retention": "forever"},
+            "prompt_cache_retention",
+            "invalid_value",
+            "Invalid value for 'prompt_cache_retention': 'forever'. Supported values are: "
+            "'in_memory', '24h'.",
         ),
         (
             {"input": [{"type": "message"}]},
@@ -267,7 +268,9 @@ def test_typed_items_and_their_json() -> None:
             "invalid_value",
             "Invalid input item type 'wat' at 'input[0]'. Supported types are: 'message', "
             "'function_call', 'function_call_output', 'openai:custom_tool_call', "
-            "'openai:custom_tool_call_output', 'reasoning', 'compaction', 'item_reference'.",
+            "'openai:custom_tool_call_output', 'openai:local_shell_call', 'openai:local_shell_call_output', "
+            "'openai:shell_call', 'openai:shell_call_output', 'openai:apply_patch_call', "
+            "'openai:apply_patch_call_output', 'reasoning', 'compaction', 'item_reference'.",
         ),
         (
             {"input": [{"role": "user", "content": [{"type": "output_text", "text": "x"}]}]},
@@ -335,13 +338,17 @@ def test_typed_items_and_their_json() -> None:
             {"input": "x", "tools": [{"type": "mcp"}]},
             "tools[0].type",
             "unsupported_tool_type",
-            "Unsupported tool type 'mcp' at 'tools[0]': this server offers function and custom tools.",
+            "Unsupported tool type 'mcp' at 'tools[0]': this server takes 'function', 'custom', "
+            "'namespace', 'local_shell', 'shell', 'apply_patch', 'web_search', 'web_search_2025_08_26', "
+            "'web_search_preview', 'web_search_preview_2025_03_11'.",
         ),
         (
             {"input": "x", "tool_choice": {"type": "mcp"}},
             "tool_choice.type",
             "invalid_value",
-            "Invalid tool_choice type 'mcp': expected 'function', 'custom' or 'allowed_tools'.",
+            "Invalid tool_choice type 'mcp' at 'tool_choice': expected one of 'function', 'custom', "
+            "'allowed_tools', 'local_shell', 'shell', 'apply_patch', 'web_search', 'web_search_2025_08_26', "
+            "'web_search_preview', 'web_search_preview_2025_03_11'.",
         ),
         (
             {

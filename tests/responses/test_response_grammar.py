@@ -12,7 +12,13 @@ from test_dialect import SETTINGS, qwen3_dialect
 
 from openchatml.responses.dialect import HarmonyDialect
 from openchatml.responses.errors import RequestError
-from openchatml.responses.grammar import RESERVE, ModelFormat, reasoning_bound, response_grammar
+from openchatml.responses.grammar import (
+    RESERVE,
+    ModelFormat,
+    check_gbnf_custom_tools,
+    reasoning_bound,
+    response_grammar,
+)
 from openchatml.responses.input import build_conversation
 from openchatml.responses.request import parse_request
 from openchatml.responses.runner import Prepared
@@ -158,3 +164,20 @@ def test_grammars_are_built_once_per_distinct_request() -> None:
 def test_model_formats_are_hashable() -> None:
     assert hash(ModelFormat()) == hash(ModelFormat())
     assert response_grammar(parse_request({"model": "m", "input": "x"}), ModelFormat()) is None
+
+
+def test_a_custom_grammar_gbnf_cannot_carry_is_refused_for_llama_cpp() -> None:
+    """llama-server samples under GBNF: a custom tool whose grammar it cannot carry is a 400
+    before any generation (:func:`check_gbnf_custom_tools`, called for that engine only)."""
+    regex = {"type": "grammar", "syntax": "regex", "definition": "[0-9]{4}"}
+    pin = {"type": "custom", "name": "pin", "format": regex}
+    lazy = {
+        "type": "custom",
+        "name": "note",
+        "format": {"type": "grammar", "syntax": "lark", "definition": 'start: x "!"\nx[lazy]: /[a-z]+/\n'},
+    }
+    check_gbnf_custom_tools(parse_request({"model": "m", "input": "x", "tools": [WEATHER, pin]}))
+    with pytest.raises(RequestError) as raised:
+        check_gbnf_custom_tools(parse_request({"model": "m", "input": "x", "tools": [pin, lazy]}))
+    assert raised.value.code == "unsupported_custom_tool" and raised.value.param == "tools"
+    assert "'note'" in raised.value.message and "lazy" in raised.value.message

@@ -12,6 +12,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 from cli_server import CliServer
 
@@ -102,8 +103,8 @@ def upstream(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
 @pytest.mark.parametrize("mode", list(check_enforcement.MODES))
 def test_every_mode_holds_over_an_upstream(upstream: Any, mode: str) -> None:
     """Over vLLM and llama-server nothing violates a mode either. llama-server's GBNF cannot
-    embed a custom tool's grammar nor every JSON Schema keyword: what it misses is checked
-    after parsing, and fails the response (``failed``) rather than reach the client."""
+    hold every JSON Schema keyword (``pattern``, ``format``): what it misses is checked after
+    parsing, and fails the response (``failed``) rather than reach the client."""
     engine, server = upstream
     client = server.client()
     served = client.models.list().data[0].id
@@ -112,3 +113,23 @@ def test_every_mode_holds_over_an_upstream(upstream: Any, mode: str) -> None:
         assert trial.verdict not in ("violating", "refused"), (engine, trial.why)
         if engine == "vllm":
             assert trial.verdict != "failed", (engine, trial.why)
+
+
+def test_a_custom_grammar_gbnf_cannot_carry_is_refused_over_llama_cpp(upstream: Any) -> None:
+    """llama-server's grammars are GBNF: a custom tool's Lark grammar that GBNF cannot carry
+    (a lazy lexeme) is a 400 before any generation."""
+    engine, server = upstream
+    if engine != "llamacpp":
+        pytest.skip("vLLM's llguidance takes every grammar the request checks took")
+    lazy = {"type": "grammar", "syntax": "lark", "definition": 'start: x "!"\nx[lazy]: /[a-z]+/\n'}
+    tool = {"type": "custom", "name": "note", "description": "Take a note.", "format": lazy}
+    client = server.client()
+    with pytest.raises(openai.BadRequestError) as raised:
+        client.responses.create(
+            model=client.models.list().data[0].id,
+            input="Note it.",
+            tools=[tool],
+            tool_choice={"type": "custom", "name": "note"},
+            max_output_tokens=64,
+        )
+    assert raised.value.code == "unsupported_custom_tool", raised.value

@@ -332,10 +332,19 @@ def test_errors_are_typed(serve: Any) -> None:
                 None,
             ),
             (
-                http.post("/v1/responses", json={"model": "scripted-model", "input": "x", "bogus": 1}),
+                http.post(
+                    "/v1/responses",
+                    json={"model": "scripted-model", "input": "x", "prompt": {"id": "pmpt_1"}},
+                ),
+                404,
+                "prompt_not_found",
+                "prompt.id",
+            ),
+            (
+                http.post("/v1/responses", json={"model": "scripted-model", "input": "x", "moderation": 5}),
                 400,
-                "unknown_parameter",
-                "bogus",
+                "invalid_type",
+                "moderation",
             ),
             (
                 http.post("/v1/responses", json={"model": "scripted-model", "input": [{"type": "message"}]}),
@@ -562,7 +571,7 @@ def test_websocket_mode(serve: Any) -> None:
         check_stream(second)
         assert "<|start|>user<|message|>hi<|end|>" in prompt_text(engine)
         assert "<|channel|>final<|message|>Hello there!<|end|>" in prompt_text(engine)
-        error = turn({"type": "response.create", "model": "scripted-model", "input": "x", "stream": True})
+        error = turn({"type": "response.create", "model": "scripted-model", "input": "x", "stream": False})
         validate(error[-1], "WebSocketErrorEvent")
         assert error[-1]["status"] == 400 and error[-1]["error"]["param"] == "stream"
     with server.http() as http:  # store: false kept nothing

@@ -13,10 +13,11 @@ The fields are those of the in-process template test (``FIELDS`` of
 prompt) plus those only HTTP has or that that test leaves out, listed here in
 :data:`HTTP_FIELDS` (metadata, ``text.format`` schema strings, ``input_file``, content
 split into parts, refusals, commentary, reasoning summaries, sealed ``encrypted_content``,
-tool outputs as parts, item ids, the accepted-but-unused strings). Each field is sent
-directly; each field that lands in ``input`` is also sent through the store and back:
-chained with ``previous_response_id``, referenced with ``item_reference`` items, and
-compacted by ``/v1/responses/compact`` then given back (:func:`probes`). Fields that admit
+tool outputs as parts, item ids, the accepted-but-unused strings, unknown parameters'
+names). Each field is sent directly; each field that lands in ``input`` is also sent
+through the store and back: chained with ``previous_response_id``, referenced with
+``item_reference`` items, and compacted by ``/v1/responses/compact`` then given back
+(:func:`probes`). Fields that admit
 no such text (tool, function and format names, ``tool_choice``, roles, ids to look up,
 unsealed ``encrypted_content``, images, file URLs …, :data:`REFUSED_FIELDS`) must refuse
 it with a 4xx before any prompt is made.
@@ -149,6 +150,8 @@ HTTP_FIELDS: list[Field] = [
     Field("safety_identifier", lambda t: {"input": "Define tiny.", "safety_identifier": t}),
     Field("prompt_cache_key", lambda t: {"input": "Define tiny.", "prompt_cache_key": t}),
     Field("user", lambda t: {"input": "Define tiny.", "user": t}),
+    Field("unknown parameter name", lambda t: {"input": "Define tiny.", t: 1}),
+    Field("ignored parameter value", lambda t: {"input": "Define tiny.", "moderation": {"model": t}}),
     Field("item id", lambda t: {"input": [{"role": "user", "content": "Define tiny.", "id": t}]}),
     Field("response format schema string", lambda t: word_format(description=t)),
     Field("response format schema enum", lambda t: word_format(enum=[t, "plain"])),
@@ -234,12 +237,14 @@ LIMITS: dict[str, int] = {
     "metadata key": 64,
     "safety_identifier": 64,
     "prompt_cache_key": 64,
+    "ignored parameter value": 256,
     "item id": MAX_ID_LENGTH,
 }
 """The longest text a field takes (the others: the texts as they are)."""
 
 NOT_IN_PROMPT = frozenset(
     {"metadata value", "metadata key", "safety_identifier", "prompt_cache_key", "user", "item id", "call id"}
+    | {"unknown parameter name", "ignored parameter value"}
     | {"parameter type", "schema key", "schema title", "schema value"}
 )
 """Fields that never reach a Harmony prompt: Harmony has no call ids, and its TypeScript
@@ -299,7 +304,6 @@ REFUSED_FIELDS: list[Field] = [
     Field("truncation", lambda t: {"input": "Hi.", "truncation": t}),
     Field("service_tier", lambda t: {"input": "Hi.", "service_tier": t}),
     Field("text verbosity", lambda t: {"input": "Hi.", "text": {"verbosity": t}}),
-    Field("unknown parameter", lambda t: {"input": "Hi.", t: 1}),
 ]
 """Fields that admit no special-token text: a request with one is refused (4xx) before a
 prompt is made."""

@@ -46,9 +46,14 @@ ROUND_TRIP_CALLS = [
 ]
 
 
-def render_calls(name: str, calls: Sequence[tuple[str, dict[str, Any], str]]) -> str | None:
+def render_calls(
+    name: str,
+    calls: Sequence[tuple[str, dict[str, Any], str]],
+    tools: Sequence[dict[str, Any]] = (),
+) -> str | None:
     """The text after the user message of a conversation whose assistant calls ``calls``
-    (the first message shape the template takes)."""
+    (the first message shape the template takes), ``tools`` offered (default: weather and
+    lookup)."""
     template = compiled(name)
     for content in (None, ""):
         for as_string in (False, True):
@@ -65,9 +70,8 @@ def render_calls(name: str, calls: Sequence[tuple[str, dict[str, Any], str]]) ->
                 ],
             }
             try:
-                text = template.render(
-                    [{"role": "user", "content": "Go ahead."}, message], tools=[WEATHER, LOOKUP]
-                )
+                user = {"role": "user", "content": "Go ahead."}
+                text = template.render([user, message], tools=list(tools or (WEATHER, LOOKUP)))
             except TemplateRenderError:
                 continue
             tail = text[text.rfind("Go ahead.") + len("Go ahead.") :]

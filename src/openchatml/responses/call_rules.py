@@ -2,10 +2,11 @@
 wrote: the guarantee that holds after parsing, whether or not the engine enforced the
 request's grammar.
 
-:meth:`CallRules.of` reads a request: which tools its ``tool_choice`` lets the model call
-(``none``: none; ``auto`` / ``required`` / ``allowed_tools``: those named; a named tool:
-that one), whether a call must come, the JSON Schema of each strict function tool's
-arguments (closed, as the grammar holds them) and the grammar of each custom tool's input.
+:meth:`CallRules.of` reads a request: which tools its ``tool_choice`` lets the model call,
+by call name (``multi_agent_v1.spawn`` for a tool of a namespace, ``shell`` for the
+client's shell; see :meth:`~.tool_index.ToolIndex.selection`), whether a call must come,
+the JSON Schema of the arguments of each strict function tool and of each tool the client
+runs (closed, as the grammar holds them) and the grammar of each custom tool's input.
 :meth:`CallRules.refusal` says why one finished call breaks them (``""``: it does not);
 :meth:`CallRules.unmet` why a finished answer does (a forced call that never came).
 
@@ -29,9 +30,8 @@ import jsonschema
 from ..engines.guidance import in_language
 from ..templates.grammar.json_schema import close_schema
 from .request import ResponseRequest
-from .wire.tools import AllowedTools, CustomChoice, FunctionChoice, JsonObjectFormat, JsonSchemaFormat
-
-Mode = Literal["none", "auto", "required"]
+from .tool_index import NO_PARAMETERS, Mode, ToolIndex
+from .wire.tools import JsonObjectFormat, JsonSchemaFormat
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,10 +40,12 @@ class CallRules:
 
     mode: Mode = "auto"
     allowed: frozenset[str] = frozenset()
+    """The call names (:mod:`.tool_index`) of the tools the model may call."""
     schemas: Mapping[str, Any] = field(default_factory=dict)
-    """Strict function tools: name → the closed schema of their arguments."""
+    """Strict function tools and the client's tools: call name → the closed schema of
+    their arguments."""
     grammars: Mapping[str, tuple[Literal["lark", "regex"], str]] = field(default_factory=dict)
-    """Custom tools with a grammar: name → (syntax, definition)."""
+    """Custom tools with a grammar: call name → (syntax, definition)."""
     custom: frozenset[str] = frozenset()
     answer_schema: Mapping[str, Any] | None = None
     """The JSON Schema the answer conforms to (``text.format``); ``None``: free text."""
@@ -54,31 +56,21 @@ class CallRules:
         offers no tools (nothing to hold a call to: a call the model makes up is read as it
         always is)."""
         answer = answer_schema(request)
-        if not request.tools and not request.custom_tools and answer is None:
+        index = ToolIndex.of(request)
+        if not index and answer is None:
             return None
-        names = [tool.name for tool in request.tools] + [tool.name for tool in request.custom_tools]
-        choice = request.tool_choice
-        mode: Mode
-        if isinstance(choice, FunctionChoice | CustomChoice):
-            mode, allowed = "required", {choice.name}
-        elif isinstance(choice, AllowedTools):
-            mode = "required" if choice.mode == "required" else "auto"
-            allowed = {tool.name for tool in choice.tools}
-        elif choice == "none":
-            mode, allowed = "none", set()
-        else:
-            mode, allowed = ("required" if choice == "required" else "auto"), set(names)
+        mode, allowed = index.selection(request.tool_choice)
         schemas = {
-            tool.name: close_schema(dict(tool.parameters or {"type": "object", "properties": {}}))
-            for tool in request.tools
-            if tool.strict is not False
+            tool.call_name: close_schema(dict(tool.parameters or NO_PARAMETERS))
+            for tool in index.tools
+            if tool.custom is None and tool.strict
         }
         grammars = {
-            tool.name: (tool.grammar.syntax, tool.grammar.definition)
-            for tool in request.custom_tools
-            if tool.grammar is not None
+            tool.call_name: (grammar.syntax, grammar.definition)
+            for tool in index.tools
+            if tool.custom is not None and (grammar := tool.custom.grammar) is not None
         }
-        return cls(mode, frozenset(allowed), schemas, grammars, request.custom_names, answer)
+        return cls(mode, frozenset(allowed), schemas, grammars, index.custom_names, answer)
 
     def name_refusal(self, name: str) -> str:
         """Why any call of ``name`` breaks the rules (``""``: a call of it may be valid)."""

@@ -6,9 +6,10 @@ text, or text in the language of its grammar.
 * Harmony (gpt-oss): it is offered in the ``functions`` namespace as a function of one
   string, ``type apply_patch = (_: string) => any;``, its description saying that the
   input is free text or giving the grammar the input follows (:func:`harmony_tool`). A call
-  is a ``commentary`` message to ``functions.NAME`` whose body is the raw input, with no
-  ``<|constrain|>json`` (:func:`custom_call`; :func:`is_custom_call` tells one apart from a
-  function call in a conversation built from items).
+  is a ``commentary`` message to ``functions.NAME`` (``NAMESPACE.NAME`` for a tool of a
+  namespace) whose body is the raw input, with no ``<|constrain|>json``
+  (:func:`custom_call`; :func:`is_custom_call` tells one apart from a function call in a
+  conversation built from items).
 * A chat template: it is offered as a function of one string argument ``input``
   (:func:`template_tool`), and its calls carry ``{"input": TEXT}`` as JSON arguments:
   :func:`with_input_arguments` writes a conversation's custom calls so, and
@@ -59,9 +60,12 @@ def harmony_tool(tool: CustomTool) -> ToolDescription:
     return ToolDescription(tool.name, description, dict(STRING))
 
 
-def template_tool(tool: CustomTool) -> dict[str, Any]:
+def template_tool(
+    tool: CustomTool, *, name: str | None = None, description: str | None = None
+) -> dict[str, Any]:
     """``tool`` as a chat template reads it: an OpenAI-style function of one string
-    argument ``input`` (described by the grammar, if the input follows one)."""
+    argument ``input`` (described by the grammar, if the input follows one), named
+    ``name`` and described by ``description`` (default: the tool's)."""
     argument: dict[str, Any] = dict(STRING)
     grammar = tool.grammar
     if grammar is not None:
@@ -74,26 +78,29 @@ def template_tool(tool: CustomTool) -> dict[str, Any]:
         "required": [INPUT],
         "additionalProperties": False,
     }
-    return {
-        "type": "function",
-        "function": {"name": tool.name, "description": tool.description or "", "parameters": parameters},
+    function = {
+        "name": name or tool.name,
+        "description": (tool.description or "") if description is None else description,
+        "parameters": parameters,
     }
+    return {"type": "function", "function": function}
 
 
-def custom_call(name: str, text: str, call_id: str | None) -> Message:
-    """The Harmony message of a call of custom tool ``name`` with input ``text``:
-    ``commentary`` to ``functions.NAME``, the raw text, no content type."""
-    return Message.tool_call(f"{FUNCTIONS}{name}", text, call_id=call_id, content_type=None)
+def custom_call(name: str, text: str, call_id: str | None, namespace: str | None = None) -> Message:
+    """The Harmony message of a call of custom tool ``name`` (of ``namespace``) with input
+    ``text``: ``commentary`` to ``functions.NAME`` (``NAMESPACE.NAME``), the raw text, no
+    content type."""
+    recipient = f"{namespace}.{name}" if namespace else f"{FUNCTIONS}{name}"
+    return Message.tool_call(recipient, text, call_id=call_id, content_type=None)
 
 
 def is_custom_call(message: Message) -> bool:
     """Whether ``message`` is a custom call as :func:`custom_call` writes it: an assistant
-    call of ``functions.NAME`` without a content type (a function call's is ``json``)."""
-    recipient = message.recipient
+    call (of ``functions.NAME`` or ``NAMESPACE.NAME``) without a content type (a function
+    call's is ``json``)."""
     return (
         message.role is Role.ASSISTANT
-        and recipient is not None
-        and recipient.startswith(FUNCTIONS)
+        and message.recipient not in (None, "all")
         and message.content_type is None
     )
 

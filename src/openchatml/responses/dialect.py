@@ -29,13 +29,14 @@ from ..templates.format import TemplateFormat
 from ..templates.model_tokenizer import ModelTokenizer
 from ..templates.parsing import ParseOptions
 from ..templates.tokenize import prompt_ids
-from .custom_tools import template_tool, with_input_arguments
+from .custom_tools import with_input_arguments
 from .errors import RequestError
 from .grammar import ModelFormat, response_grammar
 from .request import ResponseRequest
 from .runner import Prepared, RenderedPrompt, prepare
 from .stream import TokenParser, Vocabulary
-from .wire.tools import FunctionTool
+from .tool_index import ToolIndex
+from .tool_prompt import template_tools
 
 
 class Dialect(Protocol):
@@ -199,16 +200,5 @@ def constrained(prepared: Prepared, request: ResponseRequest, model: ModelFormat
 
 
 def _tools_json(request: ResponseRequest) -> list[dict[str, Any]]:
-    """The request's function tools, then its custom tools (functions of one string ``input``)."""
-    return [*map(_tool_json, request.tools), *map(template_tool, request.custom_tools)]
-
-
-def _tool_json(tool: FunctionTool) -> dict[str, Any]:
-    return {
-        "type": "function",
-        "function": {
-            "name": tool.name,
-            "description": tool.description or "",
-            "parameters": dict(tool.parameters or {"type": "object", "properties": {}}),
-        },
-    }
+    """The request's tools as the template reads them (see :func:`~.tool_prompt.template_tools`)."""
+    return template_tools(ToolIndex.of(request))

@@ -25,19 +25,14 @@ from ..engines.guidance import check_grammar
 from ..templates.errors import UnsupportedTemplateError
 from ..templates.format import TemplateFormat, ToolSyntax
 from ..templates.grammar import ToolGrammar, harmony_tool_call_grammar, tool_call_grammar
+from ..templates.grammar.custom_grammar import custom_grammar_problem
 from ..templates.grammar.json_schema import close_schema
 from ..templates.grammar.tool_choice import FreeformTool
 from .call_rules import answer_schema
 from .errors import RequestError
 from .request import ResponseRequest
-from .wire.tools import (
-    AllowedTools,
-    CustomChoice,
-    CustomTool,
-    FunctionChoice,
-    FunctionTool,
-    JsonSchemaFormat,
-)
+from .tool_index import OfferedTool, ToolIndex
+from .wire.tools import AllowedTools, CustomTool, JsonSchemaFormat
 
 RESERVE: Final = 256
 """Tokens kept for the constrained part (a call, a structured answer) out of a budget."""
@@ -78,16 +73,19 @@ def response_grammar(
     :class:`RequestError` for a ``tool_choice`` the format cannot express or a schema or
     grammar the grammar engine cannot compile."""
     answer = _answer_schema(request)
-    offered = bool(request.tools or request.custom_tools)
-    choice = _choice(request) if offered else "none"
+    index = ToolIndex.of(request)
+    offered = bool(index)
+    choice = _choice(request, index) if offered else "none"
     template = model.template
     writes_calls = template is None or template.tools.syntax is not ToolSyntax.NONE
     if not writes_calls and _mode(choice) == "auto":
         choice = "none"  # the template writes no calls: the answer is all there is to hold
     if answer is None and choice == "none" and not (offered and writes_calls):
         return None
-    tools = tuple(_tool_json(tool) for tool in request.tools)
-    freeform = tuple(_freeform(tool) for tool in request.custom_tools)
+    tools = tuple(_tool_json(tool) for tool in index.tools if tool.custom is None)
+    freeform = tuple(
+        _freeform(tool.call_name, tool.custom) for tool in index.tools if tool.custom is not None
+    )
     grammar = _built(
         model,
         json.dumps(tools, sort_keys=True),
@@ -109,32 +107,34 @@ def _mode(choice: Any) -> str:
     return str(choice.get("mode", "auto")) if choice.get("type") == "allowed_tools" else "required"
 
 
-def _choice(request: ResponseRequest) -> Any:
-    """The request's ``tool_choice`` as the grammar builders take it."""
+def _choice(request: ResponseRequest, index: ToolIndex) -> Any:
+    """The request's ``tool_choice`` as the grammar builders take it, by call names (see
+    :meth:`~.tool_index.ToolIndex.selection`)."""
     choice = request.tool_choice
-    if isinstance(choice, FunctionChoice):
-        return {"type": "function", "name": choice.name}
-    if isinstance(choice, CustomChoice):
-        return {"type": "custom", "name": choice.name}
+    mode, names = index.selection(choice)
+    if mode == "none" or isinstance(choice, str):
+        return mode
     if isinstance(choice, AllowedTools):
-        tools = [{"name": tool.name} for tool in choice.tools]
-        return {"type": "allowed_tools", "mode": choice.mode, "tools": tools}
-    return choice
+        return {"type": "allowed_tools", "mode": mode, "tools": [{"name": name} for name in names]}
+    (name,) = names
+    tool = index.get(name)
+    kind = "custom" if tool is not None and tool.custom is not None else "function"
+    return {"type": kind, "name": name}
 
 
-def _freeform(tool: CustomTool) -> FreeformTool:
+def _freeform(name: str, tool: CustomTool) -> FreeformTool:
     grammar = tool.grammar
     if grammar is None:
-        return FreeformTool(tool.name)
-    return FreeformTool(tool.name, grammar.syntax, grammar.definition)
+        return FreeformTool(name)
+    return FreeformTool(name, grammar.syntax, grammar.definition)
 
 
-def _tool_json(tool: FunctionTool) -> dict[str, Any]:
+def _tool_json(tool: OfferedTool) -> dict[str, Any]:
     return {
         "type": "function",
-        "name": tool.name,
+        "name": tool.call_name,
         "parameters": dict(tool.parameters) if tool.parameters is not None else None,
-        "strict": tool.strict is not False,
+        "strict": tool.strict,
     }
 
 
@@ -226,6 +226,24 @@ def _check(grammar: ToolGrammar, request: ResponseRequest, answer: Mapping[str, 
         param="tools",
         code="invalid_grammar",
     )
+
+
+def check_gbnf_custom_tools(request: ResponseRequest) -> None:
+    """Refuse, for an engine that samples under llama.cpp's GBNF, a custom tool whose
+    grammar GBNF cannot carry (:func:`~..templates.grammar.custom_grammar.custom_grammar_problem`):
+    a 400 ``unsupported_custom_tool`` before any generation."""
+    for tool in ToolIndex.of(request).tools:
+        grammar = tool.custom.grammar if tool.custom is not None else None
+        if grammar is None:
+            continue
+        problem = custom_grammar_problem(grammar.syntax, grammar.definition)
+        if problem:
+            raise RequestError(
+                f"This server's engine (llama.cpp, whose grammars are GBNF) cannot enforce the "
+                f"{grammar.syntax} grammar of custom tool {tool.call_name!r}: {_first_line(problem)}.",
+                param="tools",
+                code="unsupported_custom_tool",
+            )
 
 
 def _schema_grammar(schema: Mapping[str, Any]) -> str:

@@ -5,17 +5,21 @@ model samples after:
 
 * a ``system`` message from the server's settings and the request (reasoning effort,
   knowledge cutoff, current date);
-* a ``developer`` message from ``instructions``, the ``tools`` (a function's JSON Schema
-  rendered as TypeScript; a custom tool as a function of one string, see
-  :mod:`.custom_tools`) and a ``json_schema`` text format (``# Response Formats``);
+* a ``developer`` message from ``instructions``, the ``tools`` (the ``functions``
+  namespace and one per ``namespace`` tool, see :mod:`.tool_prompt`: a function's JSON
+  Schema rendered as TypeScript; a custom tool as a function of one string, see
+  :mod:`.custom_tools`; a tool the client runs as the function of
+  :mod:`.client_tools`) and a ``json_schema`` text format (``# Response Formats``);
 * one message per item: user / system / developer messages as they are (system and
   developer items become developer messages: Harmony has one system message, the
   server's), assistant messages on ``final`` or, with ``phase: commentary``, on
-  ``commentary``; function calls on ``commentary to=functions.NAME`` (JSON arguments),
-  custom tool calls likewise with their raw input and no content type; the outputs of
-  both as ``functions.NAME`` tool messages; reasoning items as ``analysis`` (from ``content``,
-  else the sealed ``encrypted_content``, else the summary); compaction items expand to
-  the messages they sealed.
+  ``commentary``; function calls on ``commentary to=functions.NAME`` (``NAMESPACE.NAME``
+  for a function of a namespace; JSON arguments), custom tool calls likewise with their
+  raw input and no content type, calls of the client's tools (``local_shell_call`` …)
+  as calls of their functions; the outputs of all as tool messages of the tool called
+  (a ``function_call_output`` may answer any of them); reasoning items as ``analysis``
+  (from ``content``, else the sealed ``encrypted_content``, else the summary); compaction
+  items expand to the messages they sealed.
 
 ``items`` is everything in order: a previous response's input and output, then the new
 input, with ``item_reference`` already resolved, as typed items (:mod:`.wire.items`).
@@ -42,19 +46,22 @@ from ..core.content import (
     ReasoningEffort,
     ResponseFormat,
     SystemContent,
-    ToolDescription,
-    ToolNamespaceConfig,
 )
 from ..core.interchange import InterchangeError, message_from_json
 from ..core.messages import Conversation, Intent, Message, Role
 from . import ids
+from .client_tools import call_message, output_call_id, output_text, recipient_of
 from .crypto import Sealer
-from .custom_tools import FUNCTIONS, custom_call, harmony_tool, is_custom_call
+from .custom_tools import FUNCTIONS, custom_call, is_custom_call
 from .errors import RequestError
 from .request import ResponseRequest
+from .tool_index import ToolIndex
+from .tool_prompt import harmony_namespaces
 from .wire.content import InputFile, InputPart, InputText, OutputPart, OutputText, ReasoningText
 from .wire.items import (
     AssistantMessage,
+    ClientCall,
+    ClientCallOutput,
     CompactionItem,
     CustomToolCall,
     CustomToolCallOutput,
@@ -66,6 +73,7 @@ from .wire.items import (
     Phase,
     ReasoningItem,
     SystemMessage,
+    ToolCall,
     UserMessage,
 )
 from .wire.tools import JsonSchemaFormat
@@ -101,6 +109,24 @@ def function_name(recipient: str) -> str:
     return recipient[len(FUNCTIONS) :] if recipient.startswith(FUNCTIONS) else recipient
 
 
+def recipient_name(recipient: str) -> tuple[str, str | None]:
+    """``(name, namespace)`` of the tool a Harmony recipient names:
+    ``functions.get_weather`` → ``("get_weather", None)``, ``multi_agent_v1.spawn`` →
+    ``("spawn", "multi_agent_v1")``."""
+    if recipient.startswith(FUNCTIONS) or "." not in recipient:
+        return function_name(recipient), None
+    namespace, _, name = recipient.partition(".")
+    return name, namespace
+
+
+def call_recipient(item: ToolCall) -> str:
+    """Whom the call ``item`` is addressed to in Harmony: ``functions.NAME``, or
+    ``NAMESPACE.NAME`` for a tool of a namespace."""
+    if isinstance(item, FunctionCall | CustomToolCall):
+        return f"{item.namespace}.{item.name}" if item.namespace else f"{FUNCTIONS}{item.name}"
+    return recipient_of(item)
+
+
 def harmony_effort(effort: str | None, default: ReasoningEffort) -> ReasoningEffort:
     """The Harmony ``Reasoning:`` level for an Open Responses effort (none…xhigh)."""
     return default if effort is None else _EFFORT[effort]
@@ -119,32 +145,23 @@ def system_message(request: ResponseRequest, settings: PromptSettings) -> Messag
     )
 
 
-def _offered_tools(request: ResponseRequest) -> list[ToolDescription]:
-    if request.tool_choice == "none":
-        return []
-    functions = [
-        ToolDescription(t.name, t.description or "", dict(t.parameters) if t.parameters is not None else None)
-        for t in request.tools
-    ]
-    return functions + [harmony_tool(t) for t in request.custom_tools]
-
-
 def developer_message(request: ResponseRequest) -> Message | None:
     """The developer message (instructions, tools, response format), or ``None`` if empty."""
     instructions = request.instructions
     if request.text_format.type == "json_object":
         note = "Respond with a single JSON object."
         instructions = f"{instructions}\n\n{note}" if instructions else note
-    tools = _offered_tools(request)
+    index = ToolIndex.of(request)
+    calls, _ = index.selection(request.tool_choice)
+    tools = harmony_namespaces(index) if calls != "none" else {}  # nothing to call: none offered
     formats: tuple[ResponseFormat, ...] = ()
     fmt = request.text_format
     if isinstance(fmt, JsonSchemaFormat) and fmt.json_schema is not None:
         formats = (ResponseFormat(fmt.name, dict(fmt.json_schema), fmt.description),)
     if not instructions and not tools and not formats:
         return None
-    namespaces = {"functions": ToolNamespaceConfig("functions", None, tuple(tools))} if tools else None
     return Message.developer(
-        DeveloperContent(instructions=instructions, tools=namespaces, response_formats=formats)
+        DeveloperContent(instructions=instructions, tools=tools or None, response_formats=formats)
     )
 
 
@@ -236,15 +253,15 @@ def item_messages(
     items: Sequence[InputItem], *, sealer: Sealer | None = None, param: str = "input"
 ) -> list[Message]:
     """The messages of ``items`` in order (no system or request developer message)."""
-    call_names = {i.call_id: i.name for i in items if isinstance(i, FunctionCall | CustomToolCall)}
+    recipients = {i.call_id: call_recipient(i) for i in items if isinstance(i, ToolCall)}
     out: list[Message] = []
     for index, item in enumerate(items):
-        out.extend(_item_to_messages(item, f"{param}[{index}]", call_names, sealer))
+        out.extend(_item_to_messages(item, f"{param}[{index}]", recipients, sealer))
     return out
 
 
 def _item_to_messages(
-    item: InputItem, param: str, call_names: Mapping[str, str], sealer: Sealer | None
+    item: InputItem, param: str, recipients: Mapping[str, str], sealer: Sealer | None
 ) -> Iterable[Message]:
     if isinstance(item, AssistantMessage):
         text = _assistant_text(item.content)
@@ -257,21 +274,13 @@ def _item_to_messages(
         text = _input_text(item.content, f"{param}.content")
         return [Message.developer(DeveloperContent(instructions=text))]
     if isinstance(item, FunctionCall):
-        return [Message.tool_call(f"functions.{item.name}", item.arguments, call_id=item.call_id)]
+        return [Message.tool_call(call_recipient(item), item.arguments, call_id=item.call_id)]
     if isinstance(item, CustomToolCall):
-        return [custom_call(item.name, item.input, item.call_id)]
-    if isinstance(item, FunctionCallOutput | CustomToolCallOutput):
-        name = call_names.get(item.call_id)
-        if name is None:
-            kind = "function" if isinstance(item, FunctionCallOutput) else "custom tool"
-            raise RequestError(
-                f"No tool call found for {kind} call output with call_id {item.call_id!r}.",
-                param=f"{param}.call_id",
-                code="invalid_value",
-            )
-        output = item.output
-        text = output if isinstance(output, str) else _input_text(output, f"{param}.output")
-        return [Message.tool_result(f"functions.{name}", text, call_id=item.call_id)]
+        return [custom_call(item.name, item.input, item.call_id, item.namespace)]
+    if isinstance(item, ClientCall):
+        return [call_message(item)]
+    if isinstance(item, FunctionCallOutput | CustomToolCallOutput | ClientCallOutput):
+        return [_output_message(item, param, recipients)]
     if isinstance(item, ReasoningItem):
         thought = reasoning_text(item, sealer, param)
         return [] if thought is None else [Message.assistant(thought, channel="analysis")]
@@ -280,13 +289,41 @@ def _item_to_messages(
     raise RequestError(f"Item of type {item.type!r} at '{param}' cannot be given to the model.", param=param)
 
 
+def _output_message(
+    item: FunctionCallOutput | CustomToolCallOutput | ClientCallOutput,
+    param: str,
+    recipients: Mapping[str, str],
+) -> Message:
+    """The tool message of an output: from the tool its call (found by ``call_id``) called."""
+    call_id = (
+        item.call_id if isinstance(item, FunctionCallOutput | CustomToolCallOutput) else output_call_id(item)
+    )
+    recipient = recipients.get(call_id)
+    if recipient is None:
+        kind = item.type.removeprefix("openai:").removesuffix("_output").replace("_", " ")
+        where = "id" if isinstance(item, ClientCallOutput) and item.call_id is None else "call_id"
+        raise RequestError(
+            f"No tool call found for {kind} output with call_id {call_id!r}.",
+            param=f"{param}.{where}",
+            code="invalid_value",
+        )
+    if isinstance(item, ClientCallOutput):
+        text = output_text(item)
+    else:
+        output = item.output
+        text = output if isinstance(output, str) else _input_text(output, f"{param}.output")
+    return Message.tool_result(recipient, text, call_id=call_id)
+
+
 def message_items(messages: Iterable[Message]) -> list[Item]:
     """The items of ``messages`` (what :func:`item_messages` reads, written back): user
     and developer messages, assistant answers and preambles, reasoning (``analysis``),
-    function and custom tool calls (a call without a content type) and their outputs;
-    system messages and other tools' messages have none."""
+    function and custom tool calls (a call without a content type; ``NAMESPACE.NAME``
+    read as a tool of that namespace) and their outputs; system messages and other tools'
+    messages have none (a call of a tool the client runs reads as a function call)."""
     out: list[Item] = []
     custom_ids: set[str] = set()
+    call_ids: set[str] = set()
     for message in messages:
         role, text = message.role, message.text
         if role is Role.USER:
@@ -295,19 +332,25 @@ def message_items(messages: Iterable[Message]) -> list[Item]:
             content = message.content[0] if message.content else None
             instructions = content.instructions if isinstance(content, DeveloperContent) else text
             out.append(DeveloperMessage(content=(InputText(text=instructions or ""),)))
-        elif role is Role.TOOL and message.name and message.name.startswith(FUNCTIONS):
+        elif (
+            role is Role.TOOL
+            and message.name
+            and (message.name.startswith(FUNCTIONS) or (message.call_id or "") in call_ids)
+        ):
             call_id = message.call_id or ""
             output = CustomToolCallOutput if call_id in custom_ids else FunctionCallOutput
             out.append(output(call_id=call_id, output=text))
         elif is_custom_call(message):
             call_id = message.call_id or ids.call_id()
             custom_ids.add(call_id)
-            out.append(
-                CustomToolCall(call_id=call_id, name=function_name(message.recipient or ""), input=text)
-            )
+            call_ids.add(call_id)
+            name, namespace = recipient_name(message.recipient or "")
+            out.append(CustomToolCall(call_id=call_id, name=name, input=text, namespace=namespace))
         elif role is Role.ASSISTANT and message.recipient is not None:
-            name = function_name(message.recipient)
-            out.append(FunctionCall(call_id=message.call_id or ids.call_id(), name=name, arguments=text))
+            call_id = message.call_id or ids.call_id()
+            call_ids.add(call_id)
+            name, namespace = recipient_name(message.recipient)
+            out.append(FunctionCall(call_id=call_id, name=name, arguments=text, namespace=namespace))
         elif role is Role.ASSISTANT and message.channel in (None, "final", "commentary"):
             phase: Phase = "commentary" if message.channel == "commentary" else "final_answer"
             out.append(AssistantMessage(content=(OutputText(text=text),), phase=phase))
@@ -334,7 +377,8 @@ def build_conversation(
     if developer is not None:
         messages.append(developer)
     messages.extend(item_messages(items, sealer=sealer))
-    if not any(m.role is not Role.SYSTEM and m.role is not Role.DEVELOPER for m in messages):
+    chat = any(m.role is not Role.SYSTEM and m.role is not Role.DEVELOPER for m in messages)
+    if not chat and request.generate:  # a warm-up may prepare the instructions alone
         raise RequestError(
             "The request has no input: give 'input' or 'previous_response_id'.",
             param="input",

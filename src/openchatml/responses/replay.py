@@ -3,7 +3,9 @@
 ``replay(response)`` gives what a live stream would have sent, with each item's text in
 a single delta (an ``output_text`` delta carrying all of the part's ``logprobs``):
 ``response.created``, ``response.in_progress``, every item's lifecycle (a reasoning
-item's summary parts after its content), then the terminal event. ``starting_after``
+item's summary parts after its content, a ``shell`` call's commands one by one; a
+``local_shell`` or ``apply_patch`` call has none but its ``added`` and ``done``), then the
+terminal event. ``starting_after``
 drops events up to that sequence number, so a client can resume. ``replay_events``
 does the same from a stored snapshot's JSON and gives the events' JSON.
 """
@@ -41,9 +43,22 @@ from .wire.events import (
     ResponseFailed,
     ResponseIncomplete,
     ResponseInProgress,
+    ShellCallCommandAdded,
+    ShellCallCommandDelta,
+    ShellCallCommandDone,
     StreamEvent,
 )
-from .wire.items import AssistantMessage, CustomToolCall, FunctionCall, OutputItem, ReasoningItem
+from .wire.items import (
+    ApplyPatchCall,
+    AssistantMessage,
+    CustomToolCall,
+    FunctionCall,
+    LocalShellCall,
+    OutputItem,
+    ReasoningItem,
+    ShellAction,
+    ShellCall,
+)
 from .wire.resource import ErrorPayload, ResponseResource, load_resource
 
 _TERMINAL_EVENT: Final[Mapping[str, type[ResponseEvent]]] = {
@@ -107,6 +122,18 @@ def _item_events(seq: _Numbering, index: int, item: OutputItem) -> Iterator[Stre
     elif isinstance(item, AssistantMessage):
         yield OutputItemAdded(seq(), index, item.model_copy(update={"status": "in_progress", "content": ()}))
         yield from _message_events(seq, index, item)
+    elif isinstance(item, ShellCall):
+        yield OutputItemAdded(
+            seq(),
+            index,
+            item.model_copy(update={"status": "in_progress", "action": ShellAction(commands=())}),
+        )
+        for c, command in enumerate(item.action.commands):
+            yield ShellCallCommandAdded(seq(), index, c, "")
+            yield ShellCallCommandDelta(seq(), index, c, command)
+            yield ShellCallCommandDone(seq(), index, c, command)
+    elif isinstance(item, LocalShellCall | ApplyPatchCall):
+        yield OutputItemAdded(seq(), index, item.model_copy(update={"status": "in_progress"}))
     else:
         opened = {"status": "in_progress", "content": (), "summary": (), "encrypted_content": None}
         yield OutputItemAdded(seq(), index, item.model_copy(update=opened))

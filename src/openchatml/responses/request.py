@@ -2,11 +2,13 @@
 
 ``parse_request(body, limits)`` takes the decoded JSON of ``POST /v1/responses``: it
 refuses a body nested deeper, or holding more items, parts, tools or includes, than
-``limits`` allow before anything else is read; validates it as a
-:class:`~.wire.request.CreateResponseBody`; checks what depends on several fields; and
-returns the frozen :class:`ResponseRequest` a response runs with. Every refusal is a
-:class:`~.errors.RequestError` naming the offending ``param``
-(``input[2].content[0].type``).
+``limits`` allow before anything else is read (ignored fields included); validates it as
+a :class:`~.wire.request.CreateResponseBody`; checks what depends on several fields; and
+returns the frozen :class:`ResponseRequest` a response runs with, naming the parameters
+it ignored (unknown ones, and those that change nothing here) in
+:attr:`ResponseRequest.ignored`. Every refusal is a :class:`~.errors.RequestError`
+naming the offending ``param`` (``input[2].content[0].type``), but for a stored prompt
+template, which this server does not keep (404 ``prompt_not_found``).
 
 Input items come out in the form the API returns them (every item has an ``id`` and a
 ``status``; string content is one ``input_text`` / ``output_text`` part);
@@ -15,36 +17,35 @@ Input items come out in the form the API returns them (every item has an ``id`` 
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pydantic import ValidationError
 
-from ..engines.guidance import check_language
-from .errors import RequestError
+from .errors import NotFoundError, RequestError
 from .limits import DEFAULT_LIMITS, RequestLimits
+from .request_tools import settle_tools
 from .wire.base import Checks
 from .wire.content import InputText
 from .wire.items import InputItem, ItemReference, UserMessage
-from .wire.request import REQUEST_KEYS, CreateResponseBody
+from .wire.request import CreateResponseBody, ignored_parameters
 from .wire.tools import (
-    CUSTOM,
-    AllowedTool,
-    AllowedTools,
-    CustomChoice,
+    ClientTool,
     CustomTool,
-    FunctionChoice,
     FunctionTool,
+    NamespaceTool,
     PlainText,
     TextFormat,
     Tool,
     ToolChoice,
+    WebSearchTool,
 )
 from .wire.validation import request_error, type_name
 
 MAX_INCLUDES: Final = 32
+_EFFORTS: Final = {"minimal": "low", "max": "xhigh"}
+"""Efforts read as their nearest of Open Responses' (``low`` … ``xhigh``)."""
 _PARTS: Final = ("content", "output", "summary")
 
 
@@ -52,14 +53,22 @@ _PARTS: Final = ("content", "output", "summary")
 class ResponseRequest:
     """A checked create-response request: the settings a response runs with
     (``items``: the typed input items; ``tools``: the function tools, ``custom_tools``
-    the custom ones, each in the request's order)."""
+    the custom ones, ``namespaces``, ``client_tools`` the tools the client runs and
+    ``hosted_tools`` those accepted but not offered, each in the request's order (see
+    :mod:`.request_tools`); ``ignored``: the parameters given that
+    change nothing, see :func:`~.wire.request.ignored_parameters`)."""
 
     model: str | None = None
     items: tuple[InputItem, ...] = ()
     instructions: str | None = None
     previous_response_id: str | None = None
+    conversation: str | None = None
+    """The id of the conversation the response continues and is added to."""
     tools: tuple[FunctionTool, ...] = ()
     custom_tools: tuple[CustomTool, ...] = ()
+    namespaces: tuple[NamespaceTool, ...] = ()
+    client_tools: tuple[ClientTool, ...] = ()
+    hosted_tools: tuple[WebSearchTool, ...] = ()
     tool_choice: ToolChoice = "auto"
     parallel_tool_calls: bool = True
     text_format: TextFormat = field(default_factory=PlainText)
@@ -75,6 +84,9 @@ class ResponseRequest:
     top_logprobs: int | None = None
     stream: bool = False
     background: bool = False
+    generate: bool = True
+    """``False`` (WebSocket mode's warm-up, ``generate: false``): the prompt is built and
+    checked, and the response completes with no output; the engine never samples."""
     store: bool = True
     include: tuple[str, ...] = ()
     metadata: Mapping[str, str] = field(default_factory=dict)
@@ -83,11 +95,18 @@ class ResponseRequest:
     safety_identifier: str | None = None
     prompt_cache_key: str | None = None
     seed: int | None = None
+    user: str | None = None
+    ignored: tuple[str, ...] = ()
 
     @property
     def custom_names(self) -> frozenset[str]:
-        """The names of the custom tools."""
+        """The names of the top-level custom tools."""
         return frozenset(tool.name for tool in self.custom_tools)
+
+    @property
+    def all_tools(self) -> tuple[Tool, ...]:
+        """Every tool of the request, by kind (as a response echoes them)."""
+        return (*self.tools, *self.custom_tools, *self.namespaces, *self.client_tools, *self.hosted_tools)
 
     @property
     def wants_encrypted_reasoning(self) -> bool:
@@ -128,78 +147,6 @@ def _check_counts(body: Mapping[str, Any], limits: RequestLimits) -> None:
                 )
 
 
-def _check_tools(tools: Sequence[Tool]) -> None:
-    """Refuse a name given twice (across function and custom tools), and a custom tool's
-    grammar that is empty or does not compile (a regular expression in Python's ``re`` and
-    in the sampler's dialect, a Lark grammar in the sampler's)."""
-    seen: set[str] = set()
-    for index, tool in enumerate(tools):
-        if tool.name in seen:
-            raise RequestError(
-                f"Duplicate tool name {tool.name!r} at 'tools[{index}]'.", param=f"tools[{index}].name"
-            )
-        seen.add(tool.name)
-        grammar = tool.grammar if isinstance(tool, CustomTool) else None
-        if grammar is None:
-            continue
-        param = f"tools[{index}].format.definition"
-        if not grammar.definition.strip():
-            raise RequestError(f"'{param}' is empty: give the grammar the input follows.", param=param)
-        if grammar.syntax == "regex":
-            try:
-                re.compile(grammar.definition)
-            except (re.error, OverflowError, RecursionError) as exc:
-                raise RequestError(
-                    f"Invalid regular expression at '{param}': {exc}.", param=param, code="invalid_grammar"
-                ) from None
-        problem = check_language(grammar.syntax, grammar.definition)
-        if problem:
-            noun = "Lark grammar" if grammar.syntax == "lark" else "regular expression"
-            reason = problem.strip().splitlines()[0] if problem.strip() else problem
-            raise RequestError(f"Invalid {noun} at '{param}': {reason}", param=param, code="invalid_grammar")
-
-
-def _allowed(choice: AllowedTools, functions: set[str], customs: set[str]) -> AllowedTools:
-    if len(choice.tools) > len(functions) + len(customs):
-        raise RequestError(
-            "'tool_choice.tools' lists more tools than 'tools' holds.", param="tool_choice.tools"
-        )
-    offered = {("function", name) for name in functions} | {(CUSTOM, name) for name in customs}
-    for index, entry in enumerate(choice.tools):
-        if (entry.type, entry.name) not in offered:
-            noun = "a custom tool" if entry.type == CUSTOM else "a function"
-            raise RequestError(
-                f"Allowed tool {entry.name!r} is not {noun} in 'tools'.",
-                param=f"tool_choice.tools[{index}]",
-            )
-    if not choice.tools:
-        raise RequestError("'tool_choice.tools' must list at least one tool.", param="tool_choice.tools")
-    allowed = tuple(AllowedTool(type=entry.type, name=entry.name) for entry in choice.tools)
-    return AllowedTools(tools=allowed, mode=choice.mode)
-
-
-def _tool_choice(
-    choice: ToolChoice | None, tools: tuple[FunctionTool, ...], custom_tools: tuple[CustomTool, ...]
-) -> ToolChoice:
-    functions = {t.name for t in tools}
-    customs = {t.name for t in custom_tools}
-    if choice is None:
-        return "auto"
-    if choice == "required" and not (tools or custom_tools):
-        raise RequestError("tool_choice 'required' needs at least one tool in 'tools'.", param="tool_choice")
-    if isinstance(choice, FunctionChoice) and choice.name not in functions:
-        raise RequestError(
-            f"Tool choice {choice.name!r} is not a function in 'tools'.", param="tool_choice.name"
-        )
-    if isinstance(choice, CustomChoice) and choice.name not in customs:
-        raise RequestError(
-            f"Tool choice {choice.name!r} is not a custom tool in 'tools'.", param="tool_choice.name"
-        )
-    if isinstance(choice, AllowedTools):
-        return _allowed(choice, functions, customs)
-    return choice
-
-
 def _items(value: str | tuple[InputItem, ...] | None, limits: RequestLimits) -> tuple[InputItem, ...]:
     if value is None:
         return ()
@@ -212,36 +159,54 @@ def _items(value: str | tuple[InputItem, ...] | None, limits: RequestLimits) -> 
     return value
 
 
-def settle(body: CreateResponseBody, limits: RequestLimits = DEFAULT_LIMITS) -> ResponseRequest:
-    """The request a validated ``body`` asks for; raises :class:`RequestError` for what
-    depends on several fields (duplicate tools, a tool choice outside ``tools``,
-    background without store), for a custom tool's grammar that is empty or a regular
-    expression that does not compile, and for more item references than ``limits``
-    allow."""
-    given = body.tools or ()
-    _check_tools(given)
-    tools = tuple(t for t in given if isinstance(t, FunctionTool))
-    custom_tools = tuple(t for t in given if isinstance(t, CustomTool))
-    tool_choice = _tool_choice(body.tool_choice, tools, custom_tools)
+def settle(
+    body: CreateResponseBody, limits: RequestLimits = DEFAULT_LIMITS, ignored: tuple[str, ...] = ()
+) -> ResponseRequest:
+    """The request a validated ``body`` asks for (``ignored``: the parameters it gives that
+    change nothing); raises :class:`RequestError` for what depends on several fields
+    (duplicate tools, a tool choice outside ``tools``, background without store), for a
+    custom tool's grammar that is empty or a regular expression that does not compile,
+    and for more item references than ``limits`` allow; :class:`NotFoundError` for a
+    stored prompt template."""
+    if body.prompt is not None:
+        raise NotFoundError(
+            f"Prompt {body.prompt.id!r} not found: this server keeps no stored prompts. "
+            "Send the prompt's text as 'instructions' and 'input' instead.",
+            param="prompt.id",
+            code="prompt_not_found",
+        )
+    tools = settle_tools(body.tools or (), body.tool_choice)
     store = body.store if body.store is not None else True
     if body.background and not store:
         raise RequestError("Background responses need 'store': true.", param="background")
+    conversation = body.conversation
+    if conversation is not None and body.previous_response_id is not None:
+        raise RequestError(
+            "Mutually exclusive parameters. Ensure you are only providing one of: "
+            "'previous_response_id' or 'conversation'.",
+            code="mutually_exclusive_parameters",
+        )
     reasoning = body.reasoning
     effort = reasoning.effort if reasoning is not None else None
+    summary = (reasoning.summary or reasoning.generate_summary) if reasoning is not None else None
     text = body.text
     return ResponseRequest(
         model=body.model,
         items=_items(body.input, limits),
         instructions=body.instructions,
         previous_response_id=body.previous_response_id,
-        tools=tools,
-        custom_tools=custom_tools,
-        tool_choice=tool_choice,
+        conversation=conversation if isinstance(conversation, str | None) else conversation.id,
+        tools=tools.functions,
+        custom_tools=tools.customs,
+        namespaces=tools.namespaces,
+        client_tools=tools.clients,
+        hosted_tools=tools.hosted,
+        tool_choice=tools.choice,
         parallel_tool_calls=body.parallel_tool_calls is not False,
         text_format=(text.format if text is not None else None) or PlainText(),
         verbosity=text.verbosity if text is not None else None,
-        reasoning_effort="low" if effort == "minimal" else effort,  # Open Responses' lowest is low
-        reasoning_summary=reasoning.summary if reasoning is not None else None,
+        reasoning_effort=_EFFORTS.get(effort, effort) if effort is not None else None,
+        reasoning_summary=summary,
         temperature=body.temperature,
         top_p=body.top_p,
         presence_penalty=body.presence_penalty,
@@ -255,16 +220,18 @@ def settle(body: CreateResponseBody, limits: RequestLimits = DEFAULT_LIMITS) -> 
         include=tuple(dict.fromkeys(body.include or ())),
         metadata=dict(body.metadata or {}),
         truncation=body.truncation or "disabled",
-        service_tier=body.service_tier,
+        service_tier=None if body.service_tier is None else "default",  # the one tier served here
         safety_identifier=body.safety_identifier,
         prompt_cache_key=body.prompt_cache_key,
         seed=body.seed,
+        user=body.user,
+        ignored=ignored,
     )
 
 
-def parse_request(body: Any, limits: RequestLimits = DEFAULT_LIMITS) -> ResponseRequest:
-    """Check a decoded create-response body within ``limits``; raises
-    :class:`RequestError` naming the bad ``param``."""
+def body_object(body: Any, limits: RequestLimits) -> dict[str, Any]:
+    """``body`` if it is a JSON object nested no deeper than ``limits`` allow; else a
+    :class:`RequestError` (``body`` is not an object, or too deep)."""
     if not isinstance(body, dict):
         raise RequestError(
             f"Invalid type for 'body': expected an object, but got {type_name(body)}.",
@@ -272,16 +239,20 @@ def parse_request(body: Any, limits: RequestLimits = DEFAULT_LIMITS) -> Response
             code="invalid_type",
         )
     limits.check_depth(body)
-    for key in body:
-        if key not in REQUEST_KEYS:
-            raise RequestError(f"Unknown parameter: '{key}'.", param=key, code="unknown_parameter")
+    return body
+
+
+def parse_request(body: Any, limits: RequestLimits = DEFAULT_LIMITS) -> ResponseRequest:
+    """Check a decoded create-response body within ``limits``; raises
+    :class:`RequestError` naming the bad ``param``."""
+    body = body_object(body, limits)
     _check_counts(body, limits)
     try:
         try:
             parsed = CreateResponseBody.model_validate(body, context=Checks(limits))
         except ValidationError as exc:
             raise request_error(exc) from None
-        return settle(parsed, limits)
+        return settle(parsed, limits, ignored_parameters(body))
     except UnicodeEncodeError:  # a lone surrogate (no JSON text decodes to one) cannot be written
         raise _not_text(body) from None
 

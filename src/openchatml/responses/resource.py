@@ -16,6 +16,7 @@ from .request import ResponseRequest
 from .wire.dialects import DEFAULT_DIALECT, WireDialect
 from .wire.items import OutputItem
 from .wire.resource import (
+    ConversationField,
     IncompleteDetails,
     InputTokensDetails,
     OutputTokensDetails,
@@ -97,10 +98,11 @@ class ResponseState:
             else None,
             model=self.model,
             previous_response_id=req.previous_response_id,
+            conversation=ConversationField(id=req.conversation) if req.conversation else None,
             instructions=req.instructions,
             output=tuple(self.output),
             error=self.error,
-            tools=(*req.tools, *req.custom_tools),
+            tools=req.all_tools,
             tool_choice=req.tool_choice,
             truncation=req.truncation,
             parallel_tool_calls=req.parallel_tool_calls,
@@ -125,6 +127,7 @@ class ResponseState:
             metadata=dict(req.metadata),
             safety_identifier=req.safety_identifier,
             prompt_cache_key=req.prompt_cache_key,
+            user=req.user,
         )
 
     def to_json(self, dialect: WireDialect = DEFAULT_DIALECT) -> dict[str, Any]:

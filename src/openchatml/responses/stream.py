@@ -13,7 +13,9 @@ Each message the model writes becomes one output item, by its header:
 header                                        item
 ============================================  =========================================
 ``to=functions.NAME``, NAME a custom tool     ``custom_tool_call`` (fresh ``call_id``)
+``to=functions.NAME``, a client's tool        ``shell_call`` … (:mod:`.client_calls`)
 ``to=functions.NAME`` (any other recipient)   ``function_call`` (fresh ``call_id``)
+``to=NAMESPACE.NAME``                         as above, with ``namespace`` (:mod:`.tool_index`)
 ``final`` channel, or none                    ``message``, ``phase: final_answer``
 ``commentary`` channel                        ``message``, ``phase: commentary``
 ``analysis`` or any other channel             ``reasoning`` (content ``reasoning_text``)
@@ -45,7 +47,7 @@ reported as -9999, as vLLM does.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
 
@@ -57,10 +59,13 @@ from ..core.tokens import FIRST_SPECIAL_ID
 from ..engines.base import TokenLogprob
 from . import ids
 from .call_rules import CallRules
+from .client_calls import ClientCallWriter
+from .client_tools import ClientCallKind, opened_call
 from .crypto import Sealer
 from .custom_tools import InputArgument
 from .input import REASONING_KIND, function_name
 from .resource import ResponseState, Usage
+from .tool_index import ToolIndex, item_call_name, split_call_name
 from .wire.content import LogProb, OutputText, ReasoningText, SummaryText, TopLogProb
 from .wire.events import (
     ContentPartAdded,
@@ -91,6 +96,7 @@ from .wire.events import (
 )
 from .wire.items import (
     AssistantMessage,
+    ClientCall,
     CustomToolCall,
     FunctionCall,
     ItemStatus,
@@ -103,7 +109,7 @@ from .wire.resource import ErrorPayload, ResponseError
 _LOWEST_LOGPROB: Final = -9999.0
 _FAILURE: Final = ErrorPayload(type="server_error", code="server_error", message="generation failed")
 
-ItemKind = Literal["message", "reasoning", "function_call", "custom_tool_call"]
+ItemKind = Literal["message", "reasoning", "function_call", "custom_tool_call"] | ClientCallKind
 CustomInput = Literal["raw", "argument"]
 """How a custom tool's call carries its input: the call's raw body (Harmony), or the
 ``input`` argument of JSON arguments (a chat-template model)."""
@@ -144,6 +150,7 @@ class _Open:
     parts: list[str] = field(default_factory=list)
     logprobs: list[LogProb] = field(default_factory=list)
     reader: InputArgument | None = None
+    client: ClientCallWriter | None = None
     held: bool = False
     """A call whose events wait until it is complete and checked (see ``rules``)."""
 
@@ -157,26 +164,33 @@ class _ScoredText:
     scores: list[TokenLogprob]
 
 
-def item_kind(header: Header | Message, custom: Collection[str] = ()) -> ItemKind | None:
-    """``message``, ``reasoning``, ``function_call``, ``custom_tool_call`` (a call of one
-    of the ``custom`` tools) or ``None`` (not an output item)."""
+def item_kind(header: Header | Message, tools: ToolIndex | None = None) -> ItemKind | None:
+    """``message``, ``reasoning``, a call's kind (by the tool of ``tools`` it calls:
+    ``function_call`` for any other) or ``None`` (not an output item)."""
     if header.author.role is not Role.ASSISTANT:
         return None
     if header.recipient not in (None, "all"):
-        return "custom_tool_call" if function_name(str(header.recipient)) in custom else "function_call"
+        return tools.kind_of(str(header.recipient)) if tools is not None else "function_call"
     if header.channel in (None, "final", "commentary"):
         return "message"
     return "reasoning"
 
 
-def new_item(kind: ItemKind, header: Header) -> OutputItem:
-    """The item a message of ``kind`` with ``header`` opens (``in_progress``, empty)."""
+def new_item(kind: ItemKind, header: Header, tools: ToolIndex | None = None) -> OutputItem:
+    """The item a message of ``kind`` with ``header`` opens (``in_progress``, empty; a
+    call's name and namespace those of the tool of ``tools`` it calls)."""
+    client = opened_call(kind, ids.call_id())
+    if client is not None:
+        return client
+    name, space = split_call_name(function_name(str(header.recipient)), tools or ToolIndex())
     if kind == "function_call":
-        name = function_name(str(header.recipient))
-        return FunctionCall(call_id=ids.call_id(), name=name, arguments="", status="in_progress")
+        return FunctionCall(
+            call_id=ids.call_id(), name=name, namespace=space, arguments="", status="in_progress"
+        )
     if kind == "custom_tool_call":
-        name = function_name(str(header.recipient))
-        return CustomToolCall(call_id=ids.call_id(), name=name, input="", status="in_progress")
+        return CustomToolCall(
+            call_id=ids.call_id(), name=name, namespace=space, input="", status="in_progress"
+        )
     if kind == "message":
         phase: Phase = "commentary" if header.channel == "commentary" else "final_answer"
         return AssistantMessage(status="in_progress", content=(), phase=phase)
@@ -241,7 +255,7 @@ class EventBuilder:
         self._due: _Open | None = None  # a reasoning item waiting for its summary
         self._summary: list[str] | None = None  # its summary so far, once a part began
         self._held: list[object] = []  # parser events after it, not yet translated
-        self._custom = request.custom_names
+        self._tools = ToolIndex.of(request)
         self._custom_input: CustomInput = custom_input or ("raw" if parser is None else "argument")
         self._rules = rules
         self._hold_calls = hold_calls and rules is not None
@@ -379,15 +393,19 @@ class EventBuilder:
 
     def _start(self, header: Header) -> list[StreamEvent]:
         out = self._close("incomplete") if self._open is not None else []
-        kind = item_kind(header, self._custom)
+        kind = item_kind(header, self._tools)
         if kind is None:
             return out
         index = len(self.state.output)
-        item = new_item(kind, header)
+        item = new_item(kind, header, self._tools)
         self.state.output.append(item)
         self._open = _Open(index, kind, item.id)
         if kind == "custom_tool_call" and self._custom_input == "argument":
             self._open.reader = InputArgument()
+        if isinstance(item, ClientCall):
+            client = ClientCallWriter(item, index, held=self._refuses(item) or self._hold_calls)
+            self._open.client = client
+            return out + client.opened(self._next)
         if self._refuses(item) or (self._hold_calls and isinstance(item, FunctionCall | CustomToolCall)):
             self._open.held = True  # shown once complete and checked, if at all
             return out
@@ -412,9 +430,9 @@ class EventBuilder:
 
     def _refuses(self, item: OutputItem) -> bool:
         """Whether ``item`` is a call of a tool the rules do not let the model call."""
-        if self._rules is None or not isinstance(item, FunctionCall | CustomToolCall):
+        if self._rules is None or not isinstance(item, FunctionCall | CustomToolCall | ClientCall):
             return False
-        return bool(self._rules.name_refusal(item.name))
+        return bool(self._rules.name_refusal(item_call_name(item)))
 
     def _delta(self, text: str, scores: Sequence[TokenLogprob] = ()) -> list[StreamEvent]:
         current = self._open
@@ -422,6 +440,8 @@ class EventBuilder:
             return []
         current.parts.append(text)
         kind = current.kind
+        if current.client is not None:
+            return current.client.delta(text, self._next)
         if kind == "message":
             logprobs = self._logprobs(scores) if scores else ()
             if logprobs:
@@ -448,6 +468,8 @@ class EventBuilder:
         index, item_id = current.index, current.item_id
         item = self.state.output[index]
         out: list[StreamEvent] = []
+        if current.client is not None:
+            return self._close_client(current.client, text, status)
         if isinstance(item, FunctionCall | CustomToolCall):
             return self._close_call(current, item, text, status)
         elif isinstance(item, AssistantMessage):
@@ -482,7 +504,7 @@ class EventBuilder:
         if isinstance(item, CustomToolCall) and current.reader is not None:
             streamed = "" if current.held else "".join(current.reader.text)
             payload = current.reader.close()
-        refusal = self._refusal(item.name, payload, complete=status == "completed")
+        refusal = self._refusal(item_call_name(item), payload, complete=status == "completed")
         if refusal:
             self._violation = self._violation or refusal
             if current.held:
@@ -507,6 +529,22 @@ class EventBuilder:
             self._calls += 1
         self.state.output[index] = item
         out.append(OutputItemDone(self._next(), index, item))
+        return out
+
+    def _close_client(self, client: ClientCallWriter, text: str, status: ItemStatus) -> list[StreamEvent]:
+        """The end of a call of a tool the client runs: checked against the rules, then
+        its last events (see :class:`~.client_calls.ClientCallWriter`); a dropped call
+        leaves the output."""
+        refusal = self._refusal(client.name, text, complete=status == "completed")
+        item, out, problem = client.close(text, status, self._next, refused=bool(refusal))
+        refusal = refusal or problem
+        self._violation = self._violation or refusal
+        if item is None:
+            del self.state.output[client.index]  # the call being written is the last item
+            return out
+        if not refusal and item.status == "completed":
+            self._calls += 1
+        self.state.output[client.index] = item
         return out
 
     def _refusal(self, name: str, payload: str, *, complete: bool) -> str:

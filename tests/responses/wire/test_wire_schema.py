@@ -8,6 +8,7 @@ import dataclasses
 from typing import Any
 
 import pytest
+from openai.types.responses.response_create_params import ResponseCreateParamsStreaming
 from openapi import STREAMING_EVENT_SCHEMAS, document, known, validate, validate_event
 
 from openchatml.responses.request import parse_request
@@ -59,8 +60,10 @@ EXTENSIONS: dict[str, set[str]] = {
     "output_text": {"logprobs"},
 }
 """Fields we send beyond a schema's properties, by ``type``."""
-BODY_EXTENSIONS = {"seed", "user"}
-"""Fields of a create body beyond the schema's (accepted from OpenAI's API)."""
+BODY_EXTENSIONS = {"seed"}
+"""Fields of a create body beyond the schema's and OpenAI's SDK's."""
+SDK_FIELDS = ResponseCreateParamsStreaming.__required_keys__ | ResponseCreateParamsStreaming.__optional_keys__
+"""Every parameter of OpenAI's ``responses.create``."""
 
 SAMPLES: list[Any] = [
     UserMessage(content=(InputText(text="x"),)),
@@ -157,8 +160,9 @@ def _event_schema_name(kind: str) -> str:
 
 def test_the_body_has_the_schemas_fields() -> None:
     spec = document()["components"]["schemas"]["CreateResponseBody"]["properties"]
-    assert set(CreateResponseBody.model_fields) - set(spec) == BODY_EXTENSIONS
+    assert set(CreateResponseBody.model_fields) - set(spec) - SDK_FIELDS == BODY_EXTENSIONS
     assert set(spec) <= set(CreateResponseBody.model_fields)
+    assert set(CreateResponseBody.model_fields) >= SDK_FIELDS  # each a known field, typed
 
 
 def test_a_complete_response_and_its_events_validate() -> None:
@@ -214,6 +218,8 @@ def _sample_event(cls: type) -> dict[str, Any]:
         "refusal": "r",
         "arguments": "{}",
         "input": "*** Begin Patch",
+        "command_index": 0,
+        "command": "ls -la",
         "name": "f",
         "logprobs": [],
         "part": OutputText(text="t").to_json(),

@@ -69,8 +69,23 @@ OPENAI_EXTENSIONS: Final = frozenset(
         "local_shell",
         "mcp",
         "custom",
+        "namespace",
+        "shell",
+        "shell_call",
+        "shell_call_output",
+        "apply_patch",
+        "apply_patch_call",
+        "apply_patch_call_output",
+        "web_search_2025_08_26",
+        "web_search_preview",
+        "web_search_preview_2025_03_11",
+        "computer",
+        "computer_use_preview",
         "response.custom_tool_call_input.delta",
         "response.custom_tool_call_input.done",
+        "response.shell_call_command.added",
+        "response.shell_call_command.delta",
+        "response.shell_call_command.done",
     }
 )
 """OpenAI's item, tool and event types outside the Open Responses schema: ``openai:NAME``

@@ -5,7 +5,8 @@ carries its ``sequence_number`` and the fields the schema gives it. ``to_json(di
 is the event's JSON: in ``openai`` the reasoning events are ``response.reasoning_text.*``
 and extension items and events lose their ``openai:`` prefix
 (``openai:response.custom_tool_call_input.delta`` is OpenAI's
-``response.custom_tool_call_input.delta``; see :mod:`.dialects`).
+``response.custom_tool_call_input.delta``, ``openai:response.shell_call_command.delta``
+its ``response.shell_call_command.delta``; see :mod:`.dialects`).
 
 Events are built for every sampled token: the delta events have a hand-written
 ``__init__`` and JSON (building and serialising one costs what the plain ``dict`` it
@@ -423,6 +424,39 @@ class CustomToolCallInputDone(StreamEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class ShellCallCommandAdded(StreamEvent):
+    """A command of a ``shell`` call begins (``command``: its text so far, empty)
+    (``response.shell_call_command.added`` in ``openai``)."""
+
+    type: ClassVar[str] = "openai:response.shell_call_command.added"
+    output_index: int
+    command_index: int
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShellCallCommandDelta(StreamEvent):
+    """More of a command of a ``shell`` call (``response.shell_call_command.delta`` in
+    ``openai``)."""
+
+    type: ClassVar[str] = "openai:response.shell_call_command.delta"
+    output_index: int
+    command_index: int
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class ShellCallCommandDone(StreamEvent):
+    """A command of a ``shell`` call is finished (``response.shell_call_command.done`` in
+    ``openai``)."""
+
+    type: ClassVar[str] = "openai:response.shell_call_command.done"
+    output_index: int
+    command_index: int
+    command: str
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorEvent(StreamEvent):
     """The response failed: why (a ``response.failed`` follows)."""
 
@@ -470,6 +504,9 @@ EVENT_CLASSES: Final[tuple[type[StreamEvent], ...]] = (
     FunctionCallArgumentsDone,
     CustomToolCallInputDelta,
     CustomToolCallInputDone,
+    ShellCallCommandAdded,
+    ShellCallCommandDelta,
+    ShellCallCommandDone,
     ErrorEvent,
 )
 """Every event class, one per ``type``."""

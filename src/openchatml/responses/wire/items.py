@@ -15,7 +15,7 @@ model here and one line in the unions (tagged ``@`` and its ``type``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Annotated, Any, Final, Literal, get_args
 
 from pydantic import BeforeValidator, Discriminator, Field, Tag, TypeAdapter, ValidationInfo
@@ -108,8 +108,8 @@ class AssistantMessage(MessageItem):
 
 
 class FunctionCall(WireModel):
-    """A call of a function tool: its name and JSON arguments, tied to its output by
-    ``call_id``."""
+    """A call of a function tool: its name (and namespace) and JSON arguments, tied to its
+    output by ``call_id``."""
 
     type: Literal["function_call"] = "function_call"
     id: Annotated[ItemId, fresh(ids.function_call_id)] = Field(default_factory=ids.function_call_id)
@@ -117,6 +117,8 @@ class FunctionCall(WireModel):
     name: Name
     arguments: Text
     status: Status = "completed"
+    namespace: Name | None = Field(default=None, exclude_if=is_none)
+    """The namespace of the function (``None``: a function of the request's top level)."""
 
 
 _FunctionOutput = Annotated[
@@ -156,6 +158,8 @@ class CustomToolCall(WireModel):
     name: Name
     input: Text
     status: Status = "completed"
+    namespace: Name | None = Field(default=None, exclude_if=is_none)
+    """The namespace of the tool (``None``: a tool of the request's top level)."""
 
 
 class CustomToolCallOutput(WireModel):
@@ -176,9 +180,174 @@ class CustomToolCallOutput(WireModel):
     status: Status = "completed"
 
 
-ToolCall = FunctionCall | CustomToolCall
+def _new(prefix: str) -> Callable[[], str]:
+    return lambda: ids.new_id(prefix)
+
+
+LOCAL_SHELL_CALL: Final = "openai:local_shell_call"
+LOCAL_SHELL_CALL_OUTPUT: Final = "openai:local_shell_call_output"
+SHELL_CALL: Final = "openai:shell_call"
+SHELL_CALL_OUTPUT: Final = "openai:shell_call_output"
+APPLY_PATCH_CALL: Final = "openai:apply_patch_call"
+APPLY_PATCH_CALL_OUTPUT: Final = "openai:apply_patch_call_output"
+LocalShellCallType = Annotated[
+    Literal["openai:local_shell_call"], READ_EXTENSION, WRITE_EXTENSION, extension_schema(LOCAL_SHELL_CALL)
+]
+LocalShellCallOutputType = Annotated[
+    Literal["openai:local_shell_call_output"],
+    READ_EXTENSION,
+    WRITE_EXTENSION,
+    extension_schema(LOCAL_SHELL_CALL_OUTPUT),
+]
+ShellCallType = Annotated[
+    Literal["openai:shell_call"], READ_EXTENSION, WRITE_EXTENSION, extension_schema(SHELL_CALL)
+]
+ShellCallOutputType = Annotated[
+    Literal["openai:shell_call_output"], READ_EXTENSION, WRITE_EXTENSION, extension_schema(SHELL_CALL_OUTPUT)
+]
+ApplyPatchCallType = Annotated[
+    Literal["openai:apply_patch_call"], READ_EXTENSION, WRITE_EXTENSION, extension_schema(APPLY_PATCH_CALL)
+]
+ApplyPatchCallOutputType = Annotated[
+    Literal["openai:apply_patch_call_output"],
+    READ_EXTENSION,
+    WRITE_EXTENSION,
+    extension_schema(APPLY_PATCH_CALL_OUTPUT),
+]
+
+
+class LocalShellAction(WireModel):
+    """What a ``local_shell`` call runs: ``command`` (its argv), with ``env``, a timeout,
+    a user and a working directory."""
+
+    type: Literal["exec"] = "exec"
+    command: tuple[Text, ...]
+    env: Annotated[dict[str, Text], BeforeValidator(lambda v: {} if v is None else v)] = Field(
+        default_factory=dict
+    )
+    timeout_ms: int | None = Field(default=None, exclude_if=is_none)
+    user: Text | None = Field(default=None, exclude_if=is_none)
+    working_directory: Text | None = Field(default=None, exclude_if=is_none)
+
+
+class LocalShellCall(WireModel):
+    """A call of the ``local_shell`` tool, for the client to run (``local_shell_call`` in
+    ``openai``)."""
+
+    type: LocalShellCallType = LOCAL_SHELL_CALL
+    id: Annotated[ItemId, fresh(_new("lsh"))] = Field(default_factory=_new("lsh"))
+    call_id: ShortText
+    action: LocalShellAction
+    status: Status = "completed"
+
+
+class LocalShellCallOutput(WireModel):
+    """What a ``local_shell`` call printed: a JSON string, tied to its call by ``id`` (the
+    call's ``call_id``, as OpenAI's API has it) or by ``call_id``."""
+
+    type: LocalShellCallOutputType = LOCAL_SHELL_CALL_OUTPUT
+    id: Annotated[ItemId, fresh(_new("lsho"))] = Field(default_factory=_new("lsho"))
+    call_id: ShortText | None = Field(default=None, exclude_if=is_none)
+    output: Text
+    status: Status = "completed"
+
+    @property
+    def call(self) -> str:
+        """The ``call_id`` of the call this output answers."""
+        return self.call_id or self.id
+
+
+class ShellAction(WireModel):
+    """What a ``shell`` call runs: ``commands`` in order, with a timeout and a bound on
+    the output kept."""
+
+    commands: tuple[Text, ...]
+    timeout_ms: int | None = None
+    max_output_length: int | None = None
+
+
+class ShellCall(WireModel):
+    """A call of the ``shell`` tool, for the client to run (``shell_call`` in ``openai``)."""
+
+    type: ShellCallType = SHELL_CALL
+    id: Annotated[ItemId, fresh(_new("sh"))] = Field(default_factory=_new("sh"))
+    call_id: ShortText
+    action: ShellAction
+    status: Status = "completed"
+    environment: dict[str, Any] | None = Field(default=None, exclude_if=is_none)
+
+
+class ShellOutcome(WireModel):
+    """How a command ended: ``exit`` with its ``exit_code``, or ``timeout``."""
+
+    type: Literal["exit", "timeout"]
+    exit_code: int | None = Field(default=None, exclude_if=is_none)
+
+
+class ShellOutput(WireModel):
+    """What one command of a ``shell`` call printed, and how it ended."""
+
+    stdout: Text
+    stderr: Text
+    outcome: ShellOutcome
+
+
+class ShellCallOutput(WireModel):
+    """What a ``shell`` call's commands printed (``shell_call_output`` in ``openai``)."""
+
+    type: ShellCallOutputType = SHELL_CALL_OUTPUT
+    id: Annotated[ItemId, fresh(_new("sho"))] = Field(default_factory=_new("sho"))
+    call_id: ShortText
+    output: tuple[ShellOutput, ...]
+    max_output_length: int | None = Field(default=None, exclude_if=is_none)
+    status: Status = "completed"
+
+
+PatchKind = Literal["create_file", "update_file", "delete_file"]
+
+
+class PatchOperation(WireModel):
+    """One file edit of an ``apply_patch`` call: create or update ``path`` with ``diff``, or
+    delete it."""
+
+    type: PatchKind
+    path: Text
+    diff: Text | None = Field(default=None, exclude_if=is_none)
+
+
+PatchStatus = Annotated[Literal["in_progress", "completed"], BeforeValidator(_completed_in_request)]
+"""An ``apply_patch`` call's status: it has no ``incomplete``."""
+
+
+class ApplyPatchCall(WireModel):
+    """A call of the ``apply_patch`` tool, for the client to apply (``apply_patch_call`` in
+    ``openai``)."""
+
+    type: ApplyPatchCallType = APPLY_PATCH_CALL
+    id: Annotated[ItemId, fresh(_new("apc"))] = Field(default_factory=_new("apc"))
+    call_id: ShortText
+    operation: PatchOperation
+    status: PatchStatus = "completed"
+
+
+class ApplyPatchCallOutput(WireModel):
+    """Whether an ``apply_patch`` call's edit was applied (``completed``) or not
+    (``failed``), with the tool's log (``apply_patch_call_output`` in ``openai``)."""
+
+    type: ApplyPatchCallOutputType = APPLY_PATCH_CALL_OUTPUT
+    id: Annotated[ItemId, fresh(_new("apco"))] = Field(default_factory=_new("apco"))
+    call_id: ShortText
+    status: Literal["completed", "failed"] = "completed"
+    output: Text | None = Field(default=None, exclude_if=is_none)
+
+
+ClientCall = LocalShellCall | ShellCall | ApplyPatchCall
+"""A call of a tool of the client's own kind (a shell, file edits)."""
+ClientCallOutput = LocalShellCallOutput | ShellCallOutput | ApplyPatchCallOutput
+"""What a call of a tool of the client's own kind gave."""
+ToolCall = FunctionCall | CustomToolCall | ClientCall
 """A call of a tool the client runs."""
-ToolCallOutput = FunctionCallOutput | CustomToolCallOutput
+ToolCallOutput = FunctionCallOutput | CustomToolCallOutput | ClientCallOutput
 """What a tool the client runs returned."""
 
 
@@ -243,6 +412,12 @@ Item = Annotated[
     | Annotated[FunctionCallOutput, Tag("@function_call_output")]
     | Annotated[CustomToolCall, Tag(f"@{CUSTOM_TOOL_CALL}")]
     | Annotated[CustomToolCallOutput, Tag(f"@{CUSTOM_TOOL_CALL_OUTPUT}")]
+    | Annotated[LocalShellCall, Tag(f"@{LOCAL_SHELL_CALL}")]
+    | Annotated[LocalShellCallOutput, Tag(f"@{LOCAL_SHELL_CALL_OUTPUT}")]
+    | Annotated[ShellCall, Tag(f"@{SHELL_CALL}")]
+    | Annotated[ShellCallOutput, Tag(f"@{SHELL_CALL_OUTPUT}")]
+    | Annotated[ApplyPatchCall, Tag(f"@{APPLY_PATCH_CALL}")]
+    | Annotated[ApplyPatchCallOutput, Tag(f"@{APPLY_PATCH_CALL_OUTPUT}")]
     | Annotated[ReasoningItem, Tag("@reasoning")]
     | Annotated[CompactionItem, Tag("@compaction")],
     Discriminator(item_tag, **_ITEM_ERROR),
@@ -258,6 +433,12 @@ InputItem = Annotated[
     | Annotated[FunctionCallOutput, Tag("@function_call_output")]
     | Annotated[CustomToolCall, Tag(f"@{CUSTOM_TOOL_CALL}")]
     | Annotated[CustomToolCallOutput, Tag(f"@{CUSTOM_TOOL_CALL_OUTPUT}")]
+    | Annotated[LocalShellCall, Tag(f"@{LOCAL_SHELL_CALL}")]
+    | Annotated[LocalShellCallOutput, Tag(f"@{LOCAL_SHELL_CALL_OUTPUT}")]
+    | Annotated[ShellCall, Tag(f"@{SHELL_CALL}")]
+    | Annotated[ShellCallOutput, Tag(f"@{SHELL_CALL_OUTPUT}")]
+    | Annotated[ApplyPatchCall, Tag(f"@{APPLY_PATCH_CALL}")]
+    | Annotated[ApplyPatchCallOutput, Tag(f"@{APPLY_PATCH_CALL_OUTPUT}")]
     | Annotated[ReasoningItem, Tag("@reasoning")]
     | Annotated[CompactionItem, Tag("@compaction")]
     | Annotated[ItemReference, Tag("@item_reference")],
@@ -278,6 +459,9 @@ OutputItem = Annotated[
     Annotated[AssistantMessage, Tag("@message.assistant")]
     | Annotated[FunctionCall, Tag("@function_call")]
     | Annotated[CustomToolCall, Tag(f"@{CUSTOM_TOOL_CALL}")]
+    | Annotated[LocalShellCall, Tag(f"@{LOCAL_SHELL_CALL}")]
+    | Annotated[ShellCall, Tag(f"@{SHELL_CALL}")]
+    | Annotated[ApplyPatchCall, Tag(f"@{APPLY_PATCH_CALL}")]
     | Annotated[ReasoningItem, Tag("@reasoning")],
     Discriminator(item_tag, **_ITEM_ERROR),
 ]

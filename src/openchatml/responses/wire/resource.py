@@ -13,7 +13,7 @@ from typing import Any, Final, Literal
 
 from pydantic import Field, SerializationInfo, SerializerFunctionWrapHandler, TypeAdapter, model_serializer
 
-from .base import WireModel
+from .base import WireModel, is_none
 from .dialects import WireDialect
 from .items import CompactionItem, OutputItem
 from .tools import TextFormat, Tool, ToolChoice
@@ -87,8 +87,15 @@ class ReasoningField(WireModel):
     summary: str | None = None
 
 
+class ConversationField(WireModel):
+    """``conversation``: the conversation a response continued and was added to."""
+
+    id: str
+
+
 class ResponseResource(WireModel):
-    """A response as the API returns it (see the module docstring)."""
+    """A response as the API returns it (see the module docstring); ``conversation``
+    and ``user`` only when it has them."""
 
     id: str
     object: Literal["response"] = "response"
@@ -98,6 +105,7 @@ class ResponseResource(WireModel):
     incomplete_details: IncompleteDetails | None = None
     model: str
     previous_response_id: str | None = None
+    conversation: ConversationField | None = Field(default=None, exclude_if=is_none)
     instructions: str | None = None
     output: tuple[OutputItem, ...] = ()
     error: ResponseError | None = None
@@ -121,6 +129,7 @@ class ResponseResource(WireModel):
     metadata: dict[str, str] = Field(default_factory=dict)
     safety_identifier: str | None = None
     prompt_cache_key: str | None = None
+    user: str | None = Field(default=None, exclude_if=is_none)
 
 
 class CompactResource(WireModel):

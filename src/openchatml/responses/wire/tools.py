@@ -1,20 +1,37 @@
 """Tools the model may call, how it must choose among them, and the text format.
 
-A request's tools are :class:`FunctionTool` s (a tool without ``type`` is one) and
-:class:`CustomTool` s (OpenAI's ``custom`` tools, ``openai:custom`` in Open Responses:
-their input is raw text, free or in the language of a :class:`GrammarFormat`); any other
-type is refused as ``unsupported_tool_type``. :data:`ToolChoice` is ``none`` / ``auto`` /
-``required``, a :class:`FunctionChoice`, a :class:`CustomChoice` or an
-:class:`AllowedTools`. :data:`TextFormat` is ``text``, ``json_object`` or a
-:class:`JsonSchemaFormat`, echoed in a response without its schema (the schema's
-``JsonSchemaResponseFormat`` has ``schema: null``).
+A request's tools are:
+
+* offered to the model: :class:`FunctionTool` s (a tool without ``type`` is one),
+  :class:`CustomTool` s (OpenAI's ``custom`` tools, ``openai:custom`` in Open Responses:
+  their input is raw text, free or in the language of a :class:`GrammarFormat`),
+  :class:`NamespaceTool` s (function and custom tools grouped under a name the model
+  calls them by) and the tools the client runs itself, :class:`LocalShellTool`,
+  :class:`ShellTool` and :class:`ApplyPatchTool`;
+* accepted, not offered (no backend runs them): :class:`WebSearchTool`;
+* refused: the computer tools (a text-only model cannot see a screen), and any other
+  type (``unsupported_tool_type``).
+
+:data:`ToolChoice` is ``none`` / ``auto`` / ``required``, a :class:`FunctionChoice`, a
+:class:`CustomChoice` (either naming a ``namespace`` too), a :class:`ToolTypeChoice`
+(``{"type": "shell"}`` …) or an :class:`AllowedTools`. :data:`TextFormat` is ``text``,
+``json_object`` or a :class:`JsonSchemaFormat`, echoed in a response without its schema
+(the schema's ``JsonSchemaResponseFormat`` has ``schema: null``).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Final, Literal
+from typing import Annotated, Any, Final, Literal, get_args
 
-from pydantic import BeforeValidator, Discriminator, Field, Tag, ValidationInfo, field_validator
+from pydantic import (
+    BeforeValidator,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationInfo,
+    WithJsonSchema,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from .base import (
@@ -26,15 +43,48 @@ from .base import (
     WireModel,
     checking,
     extension_schema,
+    is_none,
     tagger,
 )
-from .dialects import canonical_type
+from .dialects import WireDialect, canonical_type, wire_type
 
 ChoiceMode = Literal["none", "auto", "required"]
 CHOICE_MODES: Final = ("none", "auto", "required")
 CUSTOM: Final = "openai:custom"
 """The ``type`` of a custom tool, and of the choice of one (``custom`` in ``openai``)."""
 CustomType = Annotated[Literal["openai:custom"], READ_EXTENSION, WRITE_EXTENSION, extension_schema(CUSTOM)]
+NAMESPACE: Final = "openai:namespace"
+LOCAL_SHELL: Final = "openai:local_shell"
+SHELL: Final = "openai:shell"
+APPLY_PATCH: Final = "openai:apply_patch"
+CLIENT_TOOLS: Final = (LOCAL_SHELL, SHELL, APPLY_PATCH)
+"""The ``type`` s of the tools the client runs (offered to the model as functions)."""
+WEB_SEARCH: Final = (
+    "openai:web_search",
+    "openai:web_search_2025_08_26",
+    "openai:web_search_preview",
+    "openai:web_search_preview_2025_03_11",
+)
+"""The ``type`` s of the web search tools (accepted, not offered)."""
+COMPUTER: Final = ("openai:computer", "openai:computer_use_preview")
+"""The ``type`` s of the computer tools (refused)."""
+
+OFFERED_TOOL_TYPES: Final = (
+    "function",
+    *(wire_type(kind, WireDialect.OPENAI) for kind in (CUSTOM, NAMESPACE, *CLIENT_TOOLS)),
+)
+"""The tool types offered to the model (OpenAI's spelling)."""
+UNOFFERED_TOOL_TYPES: Final = tuple(wire_type(kind, WireDialect.OPENAI) for kind in WEB_SEARCH)
+"""The tool types a request may hold that are never offered to the model (no backend runs
+them): echoed in the response, a choice of one lets the model call nothing."""
+REFUSED_TOOL_TYPES: Final = tuple(wire_type(kind, WireDialect.OPENAI) for kind in COMPUTER)
+"""The tool types refused with a 400 of their own: a text-only model cannot see a screen."""
+
+
+def _extension(*names: str) -> WithJsonSchema:
+    """The JSON Schema of a ``type`` that is one of the extensions ``names``, either spelling."""
+    spelled = [spelling for name in names for spelling in (name, wire_type(name, WireDialect.OPENAI))]
+    return WithJsonSchema({"type": "string", "enum": spelled})
 
 
 def _default(value: Any) -> BeforeValidator:
@@ -92,7 +142,23 @@ class CustomTool(WireModel):
         return self.format if isinstance(self.format, GrammarFormat) else None
 
 
-def _tool_tag(value: Any) -> str | None:
+class FunctionChoice(WireModel):
+    """``tool_choice``: call this function (of ``namespace``, when it is in one)."""
+
+    type: Literal["function"] = "function"
+    name: Text
+    namespace: Text | None = Field(default=None, exclude_if=is_none)
+
+
+class CustomChoice(WireModel):
+    """``tool_choice``: call this custom tool (of ``namespace``, when it is in one)."""
+
+    type: CustomType = CUSTOM
+    name: Text
+    namespace: Text | None = Field(default=None, exclude_if=is_none)
+
+
+def _member_tag(value: Any) -> str | None:
     if isinstance(value, dict):
         kind = value.get("type", "function")
         if kind == "function":
@@ -103,33 +169,138 @@ def _tool_tag(value: Any) -> str | None:
     return "@custom" if isinstance(value, CustomTool) else None
 
 
-Tool = Annotated[
+NamespaceMember = Annotated[
     Annotated[FunctionTool, Tag("@function")] | Annotated[CustomTool, Tag("@custom")],
+    Discriminator(_member_tag, custom_error_type="tool_type", custom_error_message="unsupported tool type"),
+]
+"""A tool of a namespace: a function or a custom tool."""
+
+
+class NamespaceTool(WireModel):
+    """Function and custom ``tools`` grouped under ``name``: the model calls them
+    ``NAME.TOOL`` (``namespace`` in ``openai``)."""
+
+    type: Annotated[
+        Literal["openai:namespace"], READ_EXTENSION, WRITE_EXTENSION, extension_schema(NAMESPACE)
+    ] = NAMESPACE
+    name: Name
+    description: Annotated[Text, _default("")] = ""
+    tools: tuple[NamespaceMember, ...]
+
+
+class LocalShellTool(WireModel):
+    """A shell the client runs: the model's calls are ``local_shell_call`` items."""
+
+    type: Annotated[
+        Literal["openai:local_shell"], READ_EXTENSION, WRITE_EXTENSION, extension_schema(LOCAL_SHELL)
+    ] = LOCAL_SHELL
+
+
+class ShellTool(WireModel):
+    """A shell the client runs, several commands per call: ``shell_call`` items."""
+
+    type: Annotated[Literal["openai:shell"], READ_EXTENSION, WRITE_EXTENSION, extension_schema(SHELL)] = SHELL
+    environment: dict[str, Any] | None = Field(default=None, exclude_if=is_none)
+
+
+class ApplyPatchTool(WireModel):
+    """File edits the client applies: ``apply_patch_call`` items, one operation each."""
+
+    type: Annotated[
+        Literal["openai:apply_patch"], READ_EXTENSION, WRITE_EXTENSION, extension_schema(APPLY_PATCH)
+    ] = APPLY_PATCH
+
+
+ClientTool = LocalShellTool | ShellTool | ApplyPatchTool
+"""A tool the client runs, offered to the model as a function."""
+
+WebSearchType = Literal[
+    "openai:web_search",
+    "openai:web_search_2025_08_26",
+    "openai:web_search_preview",
+    "openai:web_search_preview_2025_03_11",
+]
+
+
+class WebSearchTool(WireModel):
+    """OpenAI's web search (``web_search``, ``web_search_preview`` and their dated
+    versions): accepted and echoed with its settings, not offered to the model."""
+
+    type: Annotated[WebSearchType, READ_EXTENSION, WRITE_EXTENSION, _extension(*WEB_SEARCH)]
+    filters: dict[str, Any] | None = Field(default=None, exclude_if=is_none)
+    search_context_size: Text | None = Field(default=None, exclude_if=is_none)
+    user_location: dict[str, Any] | None = Field(default=None, exclude_if=is_none)
+    external_web_access: bool | None = Field(default=None, exclude_if=is_none)
+    search_content_types: tuple[Text, ...] | None = Field(default=None, exclude_if=is_none)
+
+
+_TOOL_TAGS: Final = {
+    "function": "@function",
+    CUSTOM: "@custom",
+    NAMESPACE: "@namespace",
+    LOCAL_SHELL: "@local_shell",
+    SHELL: "@shell",
+    APPLY_PATCH: "@apply_patch",
+    **dict.fromkeys(WEB_SEARCH, "@web_search"),
+}
+_TOOL_CLASSES: Final[dict[type, str]] = {
+    FunctionTool: "@function",
+    CustomTool: "@custom",
+    NamespaceTool: "@namespace",
+    LocalShellTool: "@local_shell",
+    ShellTool: "@shell",
+    ApplyPatchTool: "@apply_patch",
+    WebSearchTool: "@web_search",
+}
+
+
+def _tool_tag(value: Any) -> str | None:
+    if isinstance(value, dict):
+        kind = value.get("type", "function")
+        return _TOOL_TAGS.get(canonical_type(kind)) if isinstance(kind, str) else None
+    return _TOOL_CLASSES.get(type(value))
+
+
+Tool = Annotated[
+    Annotated[FunctionTool, Tag("@function")]
+    | Annotated[CustomTool, Tag("@custom")]
+    | Annotated[NamespaceTool, Tag("@namespace")]
+    | Annotated[LocalShellTool, Tag("@local_shell")]
+    | Annotated[ShellTool, Tag("@shell")]
+    | Annotated[ApplyPatchTool, Tag("@apply_patch")]
+    | Annotated[WebSearchTool, Tag("@web_search")],
     Discriminator(_tool_tag, custom_error_type="tool_type", custom_error_message="unsupported tool type"),
 ]
-"""A tool of a request: a function or a custom tool."""
+"""A tool of a request (see the module docstring)."""
 
 
-class FunctionChoice(WireModel):
-    """``tool_choice``: call this function."""
+ToolType = Literal[
+    "openai:local_shell",
+    "openai:shell",
+    "openai:apply_patch",
+    "openai:web_search",
+    "openai:web_search_2025_08_26",
+    "openai:web_search_preview",
+    "openai:web_search_preview_2025_03_11",
+]
 
-    type: Literal["function"] = "function"
-    name: Text
 
+class ToolTypeChoice(WireModel):
+    """``tool_choice``: call the tool of this ``type`` (one the client runs, or web search,
+    which is never offered: the model then calls nothing)."""
 
-class CustomChoice(WireModel):
-    """``tool_choice``: call this custom tool."""
-
-    type: CustomType = CUSTOM
-    name: Text
+    type: Annotated[ToolType, READ_EXTENSION, WRITE_EXTENSION, _extension(*CLIENT_TOOLS, *WEB_SEARCH)]
 
 
 class AllowedTool(WireModel):
-    """A tool ``allowed_tools`` permits, by type (``function`` when left out, or
-    ``openai:custom``) and name."""
+    """A tool ``allowed_tools`` permits: by type (``function`` when left out,
+    ``openai:custom``) and name (of ``namespace``, when it is in one); a whole namespace
+    (``openai:namespace`` and its name); a tool of a type without names
+    (``openai:shell`` …)."""
 
     type: Annotated[str | None, READ_EXTENSION, WRITE_EXTENSION] = "function"
-    name: Text
+    name: Text | None = Field(default=None, exclude_if=is_none)
+    namespace: Text | None = Field(default=None, exclude_if=is_none)
 
 
 class AllowedTools(WireModel):
@@ -140,23 +311,46 @@ class AllowedTools(WireModel):
     mode: Annotated[ChoiceMode, _default("auto")] = "auto"
 
 
+CHOICE_TYPES: Final = (
+    "function",
+    "custom",
+    "allowed_tools",
+    *(wire_type(kind, WireDialect.OPENAI) for kind in get_args(ToolType)),
+)
+"""The ``type`` s of a ``tool_choice`` object (OpenAI's spelling)."""
+_CHOICE_TAGS: Final = {
+    "function": "@function",
+    CUSTOM: "@custom",
+    "allowed_tools": "@allowed_tools",
+    **dict.fromkeys(get_args(ToolType), "@tool_type"),
+}
+_CHOICE_CLASSES: Final[dict[type, str]] = {
+    FunctionChoice: "@function",
+    CustomChoice: "@custom",
+    AllowedTools: "@allowed_tools",
+    ToolTypeChoice: "@tool_type",
+}
+
+
 def _choice_tag(value: Any) -> str | None:
     if isinstance(value, str):
         return "@mode"
-    return tagger(
-        {"function": "@function", "custom": "@custom", CUSTOM: "@custom", "allowed_tools": "@allowed_tools"},
-        {FunctionChoice: "@function", CustomChoice: "@custom", AllowedTools: "@allowed_tools"},
-    )(value)
+    if isinstance(value, dict):
+        kind = value.get("type")
+        return _CHOICE_TAGS.get(canonical_type(kind)) if isinstance(kind, str) else None
+    return _CHOICE_CLASSES.get(type(value))
 
 
 ToolChoice = Annotated[
     Annotated[ChoiceMode, Tag("@mode")]
     | Annotated[FunctionChoice, Tag("@function")]
     | Annotated[CustomChoice, Tag("@custom")]
+    | Annotated[ToolTypeChoice, Tag("@tool_type")]
     | Annotated[AllowedTools, Tag("@allowed_tools")],
     Discriminator(_choice_tag, custom_error_type="tool_choice_type", custom_error_message="bad tool choice"),
 ]
-"""``tool_choice``: a mode, one function, one custom tool, or the allowed tools."""
+"""``tool_choice``: a mode, one function, one custom tool, a tool by type, or the allowed
+tools."""
 
 
 class JsonObjectFormat(WireModel):

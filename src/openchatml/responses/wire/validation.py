@@ -17,7 +17,7 @@ from pydantic_core import ErrorDetails
 from ..errors import RequestError
 from .content import INPUT_PARTS, OUTPUT_PARTS
 from .items import ITEM_TYPES, ROLES
-from .tools import FORMAT_TYPES
+from .tools import CHOICE_TYPES, FORMAT_TYPES, OFFERED_TOOL_TYPES, REFUSED_TOOL_TYPES, UNOFFERED_TOOL_TYPES
 
 
 def type_name(value: Any) -> str:
@@ -86,13 +86,21 @@ def _item_type(param: str, item: dict[str, Any], ctx: dict[str, Any]) -> Rendere
 
 def _tool_type(param: str, tool: dict[str, Any], ctx: dict[str, Any]) -> Rendered:
     kind = tool.get("type")
-    message = f"Unsupported tool type {kind!r} at '{param}': this server offers function and custom tools."
+    if isinstance(kind, str) and kind in REFUSED_TOOL_TYPES:
+        message = (
+            f"Unsupported tool type {kind!r} at '{param}': this model reads and writes text only "
+            "and cannot see the screenshots a computer tool works with."
+        )
+    else:
+        offered = _quoted((*OFFERED_TOOL_TYPES, *UNOFFERED_TOOL_TYPES))
+        message = f"Unsupported tool type {kind!r} at '{param}': this server takes {offered}."
     return f"{param}.type", "unsupported_tool_type", message
 
 
 def _tool_choice_type(param: str, choice: dict[str, Any], ctx: dict[str, Any]) -> Rendered:
     kind = choice.get("type")
-    message = f"Invalid tool_choice type {kind!r}: expected 'function', 'custom' or 'allowed_tools'."
+    expected = _quoted(CHOICE_TYPES)
+    message = f"Invalid tool_choice type {kind!r} at '{param}': expected one of {expected}."
     return f"{param}.type", "invalid_value", message
 
 

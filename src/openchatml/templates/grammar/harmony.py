@@ -23,8 +23,11 @@ from .json_schema import json_value
 from .tool_choice import FreeformTool, ToolChoice, offered_tools, select_tools
 from .tool_grammar import ToolGrammar, Trigger, write_tool_grammar
 
-RECIPIENT: Final = " to=functions."
-"""What a call's header holds before the tool's name; the trigger of lazy grammars."""
+FUNCTIONS: Final = "functions."
+"""The namespace of a tool whose name holds none."""
+TO: Final = " to="
+"""What a call's header holds before its recipient: `` to=functions.`` (or
+`` to=NAMESPACE.``) is the trigger of lazy grammars."""
 JSON_SEPARATORS: Final = (",", ":")
 """gpt-oss writes JSON compact (``{"location":"Paris"}``): under a grammar, that spacing only."""
 PRELUDE_SHARES: Final = (2, 4, 4)
@@ -49,15 +52,18 @@ def harmony_tool_call_grammar(
     recipient before the channel), optionally `` <|constrain|>json`` or `` json``,
     ``<|message|>``, the arguments as JSON conforming to the tool's schema, ``<|call|>``; a
     ``freeform`` tool's call carries its raw input instead (free text, or text of its
-    grammar), with no constraint. One call per turn (``parallel`` is false).
+    grammar), with no constraint. One call per turn (``parallel`` is false). A tool whose
+    name holds a dot, ``NAMESPACE.NAME``, is a tool of that Harmony namespace: its calls go
+    ``to=NAMESPACE.NAME`` (:func:`harmony_recipient`).
 
     ``answer_schema``: the JSON Schema the final answer conforms to (``text.format``), which
     then comes with no preamble before it (a client reads every message text as the
     answer); ``None``: free text. ``reasoning_tokens``: a bound on the text of the messages before
     the answer or the call (at most three of them then: :data:`PRELUDE_SHARES`); ``None``:
     any number, unbounded. ``special_tokens``: the markers' ids (default: o200k_harmony's).
-    The trigger, for lazy grammars, is `` to=functions.`` (the grammar from it on, itself
-    included: the recipient, the rest of the header, the input). Raises ``ValueError`` as
+    The triggers, for lazy grammars, are `` to=functions.`` and `` to=NAMESPACE.`` for each
+    other namespace of the allowed tools (the grammar from one on, itself included: the
+    recipient, the rest of the header, the input). Raises ``ValueError`` as
     :func:`~.tool_choice.select_tools` does."""
     offered = offered_tools(tools, freeform)
     selection = select_tools(tool_choice, offered)
@@ -71,13 +77,14 @@ def harmony_tool_call_grammar(
     rests: list[Node] = []
     for name in selection.names:
         header, payload = _call_parts(offered[name])
-        # after the recipient: the channel (recipient first), the constraint, the input
-        rest = concat(LiteralText(name), optional(LiteralText("<|channel|>commentary")), header, payload)
+        recipient = harmony_recipient(name)
+        # after " to=": the recipient, the channel (recipient first), the constraint, the input
+        rest = concat(LiteralText(recipient), optional(LiteralText("<|channel|>commentary")), header, payload)
         rests.append(rule_set.add("call", rest))
         heads.append(
             choice(
-                concat(LiteralText(RECIPIENT + name + "<|channel|>commentary"), header, payload),
-                concat(LiteralText("<|channel|>commentary" + RECIPIENT + name), header, payload),
+                concat(LiteralText(TO + recipient + "<|channel|>commentary"), header, payload),
+                concat(LiteralText("<|channel|>commentary" + TO + recipient), header, payload),
             )
         )
     if selection.mode == "none":
@@ -88,16 +95,28 @@ def harmony_tool_call_grammar(
     # a structured answer comes alone: a preamble would be one more text to read as the answer
     rule_set.define(START, concat(_prelude(reasoning_tokens, preambles=answer_schema is None), body))
     # from the trigger on, the trigger included (as llama.cpp applies a lazy grammar)
-    rule_set.define(LAZY_START, concat(LiteralText(RECIPIENT), choice(*rests)) if rests else EMPTY)
+    rule_set.define(LAZY_START, concat(LiteralText(TO), choice(*rests)) if rests else EMPTY)
     return write_tool_grammar(
         rule_set,
         {**NAMED_SPECIAL_TOKENS, **(special_tokens or {})},
-        triggers=(Trigger(RECIPIENT),),
+        triggers=_triggers(selection.names),
         lazy=selection.mode == "auto",
         tools=selection.names,
         parallel=False,
         json_separators=JSON_SEPARATORS,
     )
+
+
+def harmony_recipient(name: str) -> str:
+    """Whom a call of the tool ``name`` goes to: ``functions.NAME``, or ``name`` itself
+    where it holds a namespace (``multi_agent_v1.spawn``)."""
+    return name if "." in name else FUNCTIONS + name
+
+
+def _triggers(names: Sequence[str]) -> tuple[Trigger, ...]:
+    """`` to=functions.``, then `` to=NAMESPACE.`` for each other namespace of ``names``."""
+    spaces = dict.fromkeys([FUNCTIONS, *(harmony_recipient(name).partition(".")[0] + "." for name in names)])
+    return tuple(Trigger(TO + space) for space in spaces)
 
 
 def _call_parts(tool: Any) -> tuple[Node, Node]:

@@ -4,6 +4,11 @@ tool is strict, any JSON object when it is not); freeform tools (:class:`Freefor
 the Responses API's ``custom`` tools) whose input is raw text, a Lark grammar's or a
 regular expression's; the ``tool_choice`` values of both APIs, ``none`` and
 ``allowed_tools`` included.
+
+A tool of a namespace (the Responses API's ``namespace`` tools) is named
+``NAMESPACE.NAME``: a ``{"type": "namespace", "name": N, "tools": [...]}`` entry offers
+its functions so, and a choice names one by ``name`` and ``namespace`` (or by the dotted
+name itself).
 """
 
 from __future__ import annotations
@@ -16,8 +21,9 @@ from .json_schema import close_schema
 
 ToolChoice: TypeAlias = "str | Mapping[str, Any]"
 """``"none"``, ``"auto"``, ``"required"``, ``{"type": "function" | "custom", "name": N}``
-(Responses) or ``{"type": "function", "function": {"name": N}}`` (Chat Completions), or
-``{"type": "allowed_tools", "mode": "auto" | "required", "tools": [...]}``."""
+(Responses; with ``"namespace": S`` for a tool of a namespace) or ``{"type": "function",
+"function": {"name": N}}`` (Chat Completions), or ``{"type": "allowed_tools", "mode":
+"auto" | "required", "tools": [...]}``."""
 
 ANY_OBJECT: Final[Mapping[str, Any]] = {"type": "object"}
 """The arguments of a function tool that is not strict: any JSON object."""
@@ -48,13 +54,22 @@ class ToolSelection:
     names: tuple[str, ...]
 
 
-def function_tools(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+def function_tools(tools: Sequence[Mapping[str, Any]], namespace: str | None = None) -> dict[str, Any]:
     """Name → parameters schema of each function tool: closed by
     :func:`~.json_schema.close_schema` (no parameters: an empty object), or any JSON object
-    where the tool says ``"strict": false``; other tool types are left out. Raises
-    ``ValueError`` for a function tool without a name."""
+    where the tool says ``"strict": false``; the functions of a ``namespace`` entry as
+    ``NAMESPACE.NAME`` (those of ``tools`` so where ``namespace`` is given); other tool
+    types are left out. Raises ``ValueError`` for a function tool without a name."""
     out: dict[str, Any] = {}
     for tool in tools:
+        if (
+            isinstance(tool, Mapping)
+            and tool.get("type") == "namespace"
+            and isinstance(tool.get("name"), str)
+        ):
+            for qualified, schema in function_tools(tool.get("tools") or (), str(tool["name"])).items():
+                out.setdefault(qualified, schema)
+            continue
         if not isinstance(tool, Mapping) or tool.get("type", "function") != "function":
             continue
         function = tool.get("function")
@@ -62,6 +77,8 @@ def function_tools(tools: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         name = spec.get("name")
         if not isinstance(name, str) or not name:
             raise ValueError(f"a function tool without a name: {dict(tool)!r}")
+        if namespace:
+            name = f"{namespace}.{name}"
         if spec.get("strict") is False:
             out.setdefault(name, dict(ANY_OBJECT))
             continue
@@ -124,18 +141,29 @@ def select_tools(choice: ToolChoice, offered: Offered) -> ToolSelection:
 
 def _tool_name(tool: Mapping[str, Any]) -> Any:
     """The name in a Chat Completions (``{"function": {"name"}}``) or Responses
-    (``{"name"}``) tool or tool choice."""
+    (``{"name"}``, ``NAMESPACE.NAME`` with a ``namespace``) tool or tool choice."""
     function = tool.get("function")
-    return function.get("name") if isinstance(function, Mapping) else tool.get("name")
+    if isinstance(function, Mapping):
+        return function.get("name")
+    name, namespace = tool.get("name"), tool.get("namespace")
+    return (
+        f"{namespace}.{name}" if isinstance(name, str) and isinstance(namespace, str) and namespace else name
+    )
 
 
 def _allowed_names(tools: Any, offered: Offered) -> list[str]:
-    """The offered names among ``allowed_tools``' tools, once each, in their order."""
+    """The offered names among ``allowed_tools``' tools, once each, in their order (a
+    ``namespace`` entry: every offered tool of that namespace)."""
     allowed: list[str] = []
     for tool in tools:
         if not isinstance(tool, Mapping):
             continue
         name = _tool_name(tool)
-        if isinstance(name, str) and name in offered and name not in allowed:
-            allowed.append(name)
+        if not isinstance(name, str):
+            continue
+        if tool.get("type") == "namespace":
+            names = [n for n in offered if n.startswith(name + ".")]
+        else:
+            names = [name] if name in offered else []
+        allowed += [n for n in names if n not in allowed]
     return allowed
