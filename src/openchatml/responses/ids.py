@@ -1,4 +1,4 @@
-"""Identifiers of responses and items: a type prefix and 48 random hex digits."""
+"""Identifiers of responses, items and conversations: a type prefix and 48 random hex digits."""
 
 from __future__ import annotations
 
@@ -57,3 +57,8 @@ def custom_tool_call_output_id() -> str:
 def compaction_id() -> str:
     """A fresh compaction item id (``cmp_…``)."""
     return new_id("cmp")
+
+
+def conversation_id() -> str:
+    """A fresh conversation id (``conv_…``)."""
+    return new_id("conv")

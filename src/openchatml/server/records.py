@@ -9,6 +9,10 @@ another server on the store streams them from any cursor while the response runs
 after (:meth:`ResponseRecords.replay`). Without a store nothing is written and nothing
 stored is found.
 
+What a new response continues is the ``previous_response_id`` chain's items, or its
+``conversation``'s (:meth:`ResponseRecords.items`, counted in the store before any is
+loaded); what it adds to the conversation is :mod:`.conversations`' to write.
+
 The store holds JSON in the Open Responses spelling: snapshots, items and events are
 written with ``to_json()`` and read back typed (:func:`~..responses.wire.load_resource`,
 :func:`~..responses.wire.load_item`), stored events as :class:`~.wire.StoredEvent`.
@@ -24,7 +28,7 @@ from typing import Any, Final
 
 from pydantic import ValidationError
 
-from ..responses.errors import APIError, NotFoundError
+from ..responses.errors import APIError, NotFoundError, RequestError
 from ..responses.replay import replay
 from ..responses.request import ResponseRequest
 from ..responses.resource import TERMINAL, ResponseState
@@ -63,6 +67,39 @@ def stored_item(data: Mapping[str, Any], param: str) -> InputItem:
         raise request_error(exc, param) from None
 
 
+async def resolve_references(
+    store: Store | None, items: Sequence[InputItem], owner: str, root: str = "input"
+) -> list[InputItem]:
+    """``items`` with each ``item_reference`` replaced by the item of ``owner``'s it names
+    (from a stored response, or a conversation). Raises :class:`NotFoundError`
+    (``item_not_found``, ``param`` ``ROOT[i].id``) for one not found."""
+    wanted = [i.id for i in items if isinstance(i, ItemReference)]
+    if not wanted:
+        return list(items)
+    found = await store.find_items(wanted, owner) if store is not None else {}
+    out: list[InputItem] = []
+    for index, item in enumerate(items):
+        if not isinstance(item, ItemReference):
+            out.append(item)
+            continue
+        target = found.get(item.id)
+        if target is None:
+            raise NotFoundError(
+                f"Item with id {item.id!r} not found.",
+                param=f"{root}[{index}].id",
+                code="item_not_found",
+            )
+        out.append(stored_item(target, f"{root}[{index}]"))
+    return out
+
+
+def conversation_not_found(conversation_id: str, param: str = "conversation_id") -> APIError:
+    """The 404 for a conversation that is not the caller's (or not at all)."""
+    return NotFoundError(
+        f"Conversation with id {conversation_id!r} not found.", param=param, code="conversation_not_found"
+    )
+
+
 class ResponseRecords:
     """The stored side of responses over ``store`` (``None``: no store)."""
 
@@ -79,17 +116,21 @@ class ResponseRecords:
         owner: str,
         local_history: Mapping[str, list[InputItem]] | None = None,
     ) -> tuple[list[InputItem], list[InputItem]]:
-        """The previous response's history (from ``local_history`` when it holds it) and
-        the new input with references resolved (the request's own items as they are).
+        """The history (the previous response's, from ``local_history`` when it holds it;
+        or the conversation's) and the new input with references resolved (the request's
+        own items as they are).
 
-        Raises :class:`NotFoundError` for an unknown previous response or item.
+        Raises :class:`NotFoundError` for an unknown previous response, conversation or
+        item, :class:`RequestError` (``conversation_too_long``) past the bound.
         """
         history = await self._history(request, owner, local_history)
-        return history, await self._resolve_references(request.items, owner)
+        return history, await resolve_references(self.store, request.items, owner)
 
     async def _history(
         self, request: ResponseRequest, owner: str, local: Mapping[str, list[InputItem]] | None
     ) -> list[InputItem]:
+        if request.conversation is not None:
+            return await self._conversation(request.conversation, owner, len(request.items))
         previous = request.previous_response_id
         if previous is None:
             return []
@@ -113,25 +154,26 @@ class ResponseRecords:
             )
         return [stored_item(item, "previous_response_id") for item in history]
 
-    async def _resolve_references(self, items: Sequence[InputItem], owner: str) -> list[InputItem]:
-        wanted = [i.id for i in items if isinstance(i, ItemReference)]
-        if not wanted:
-            return list(items)
-        found = await self.store.find_items(wanted, owner) if self.store is not None else {}
-        out: list[InputItem] = []
-        for index, item in enumerate(items):
-            if not isinstance(item, ItemReference):
-                out.append(item)
-                continue
-            target = found.get(item.id)
-            if target is None:
-                raise NotFoundError(
-                    f"Item with id {item.id!r} not found.",
-                    param=f"input[{index}].id",
-                    code="item_not_found",
-                )
-            out.append(stored_item(target, f"input[{index}]"))
-        return out
+    async def _conversation(self, conversation_id: str, owner: str, new: int) -> list[InputItem]:
+        """The items of ``owner``'s conversation, counted in the store before any is loaded:
+        with the ``new`` input items at most ``max_conversation_items``."""
+        limit = self.settings.limits.max_conversation_items
+        try:
+            history = (
+                await self.store.conversations.history(conversation_id, owner, max_items=max(0, limit - new))
+                if self.store is not None
+                else None
+            )
+        except HistoryTooLong as exc:
+            raise RequestError(
+                f"The conversation has {exc.count + new} items ({exc.count} from 'conversation'); this "
+                f"server accepts at most {limit}. Start a new conversation or compact this one.",
+                param="conversation",
+                code="conversation_too_long",
+            ) from None
+        if history is None:
+            raise conversation_not_found(conversation_id, "conversation")
+        return [stored_item(item, "conversation") for item in history]
 
     # --- what a running response writes ---------------------------------------------
 

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncGenerator, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 
 from ..engines.base import Engine
@@ -22,6 +22,7 @@ from ..responses.call_rules import CallRules
 from ..responses.crypto import Sealer
 from ..responses.dialect import Dialect
 from ..responses.errors import RequestError
+from ..responses.grammar import check_gbnf_custom_tools
 from ..responses.input import build_conversation
 from ..responses.request import ResponseRequest
 from ..responses.resource import ResponseState
@@ -29,10 +30,12 @@ from ..responses.runner import Prepared, run_events
 from ..responses.stream import EventBuilder
 from ..responses.summary import summary_deltas
 from ..responses.wire import InputItem
+from ..responses.wire.events import ResponseCompleted, StreamEvent
 from ..responses.wire.resource import ErrorPayload
 from .admission import Admission, Ticket
+from .conversations import ConversationService, ConversationTurn
 from .metrics import Metrics
-from .records import ResponseRecords
+from .records import FINAL_EVENTS, ResponseRecords
 from .runs import Run, RunRegistry
 from .settings import ServiceSettings
 
@@ -54,6 +57,7 @@ class ResponseRunner:
         admission: Admission,
         records: ResponseRecords,
         runs: RunRegistry,
+        conversations: ConversationService,
     ) -> None:
         self.engine = engine
         self.dialect = dialect
@@ -63,6 +67,7 @@ class ResponseRunner:
         self.admission = admission
         self.records = records
         self.runs = runs
+        self.conversations = conversations
 
     def check_model(self, model: str | None) -> str:
         """The served model's id if ``model`` names it (or is absent); else 404 ``model_not_found``."""
@@ -89,14 +94,18 @@ class ResponseRunner:
         arriving once the engine takes it).
 
         Raises :class:`APIError` for a bad request (nothing is stored then), a 429 when
-        ``owner`` holds as many responses as one key may, a 503 when the queue is full.
+        ``owner`` holds as many responses as one key may, a 503 when the queue is full,
+        a 400 ``conversation_locked`` while another response holds its conversation.
         """
         self.check_model(request.model)  # a wrong model is a 404 however busy the server
         ticket = self.admission.reserve(owner or None)
+        turn: ConversationTurn | None = None
         try:
-            return await self._start(request, owner, ticket, local_history)
+            turn = await self.conversations.claim(request, owner)
+            return await self._start(request, owner, ticket, local_history, turn)
         except BaseException:
             ticket.release()
+            await self.conversations.release(turn)
             raise
 
     async def _start(
@@ -105,11 +114,14 @@ class ResponseRunner:
         owner: str,
         ticket: Ticket,
         local_history: Mapping[str, list[InputItem]] | None,
+        turn: ConversationTurn | None,
     ) -> Run:
         """:meth:`start` with the response's place reserved (``ticket``), which its run
-        gives back when it ends."""
+        gives back when it ends, and its conversation held (``turn``) until it ends."""
         model = self.check_model(request.model)
         history, new_input = await self.records.items(request, owner, local_history)
+        if turn is not None:
+            turn.input = list(new_input)
         conversation = history + new_input
         prepared = await asyncio.to_thread(self._prepare, request, conversation)
         state = ResponseState(
@@ -137,7 +149,7 @@ class ResponseRunner:
         created = self.records.create(state, owner, new_input) if stored else None
         # the engine starts while the store writes: no prefill waits on the database
         run.task = asyncio.create_task(
-            self._drive(run, builder, prepared, created), name=f"response {state.id}"
+            self._drive(run, builder, prepared, created, turn), name=f"response {state.id}"
         )
         run.task.add_done_callback(lambda _: ticket.release())  # even if it never ran
         if created is not None and request.background:
@@ -164,6 +176,8 @@ class ResponseRunner:
         if request.max_output_tokens is None and default is not None:
             # the bound samples under; the response still echoes what its request said
             request = replace(request, max_output_tokens=default)
+        if self.engine.enforces_grammar and self.engine.info.engine == "llamacpp":
+            check_gbnf_custom_tools(request)  # llama-server's grammars are GBNF
         return self.dialect.prepare(
             request,
             conversation,
@@ -178,24 +192,40 @@ class ResponseRunner:
         return len(self.dialect.prepare(request, conversation, context_length=None).prompt)
 
     async def _drive(
-        self, run: Run, builder: EventBuilder, prepared: Prepared, created: asyncio.Future[None] | None
+        self,
+        run: Run,
+        builder: EventBuilder,
+        prepared: Prepared,
+        created: asyncio.Future[None] | None,
+        turn: ConversationTurn | None = None,
     ) -> None:
         """Run the engine into ``run``'s events once its ticket holds a running slot (given
         back when the engine is done, whatever the end); with ``created`` (the store's first
-        write, still under way) every later write waits for it, and is skipped if it failed."""
+        write, still under way) every later write waits for it, and is skipped if it failed;
+        with ``turn``, the conversation gets the response's items before its last event."""
         started = time.perf_counter()
         first_token: float | None = None
         running = False
         try:
-            if run.ticket is not None:
+            generate = builder.state.request.generate
+            if run.ticket is not None and generate:  # a warm-up leaves the engine to the others
                 await run.ticket.acquire()
             self.metrics.started()
             running = True
             summarize = self._summarizer(builder.state.request.reasoning_summary)
-            async for event in run_events(self.engine, prepared, builder, summarize=summarize):
+            events = (
+                run_events(self.engine, prepared, builder, summarize=summarize)
+                if generate
+                else warm_up_events(builder)
+            )
+            async for event in events:
                 kind = event.type
                 if first_token is None and kind.endswith(".delta"):
                     first_token = time.perf_counter() - started
+                if turn is not None and kind in FINAL_EVENTS:
+                    for ending in await self.conversations.finish(turn, builder.state, event):
+                        run.append(ending)
+                    continue
                 run.append(event)
                 if created is not None and run.background and kind == "response.output_item.done":
                     await created
@@ -212,6 +242,8 @@ class ResponseRunner:
             for event in builder.finish("error", error=payload):
                 run.append(event)
         finally:
+            if turn is not None:  # cancelled or failed: let go of the conversation, adding nothing
+                await self.conversations.release(turn)
             await self._end(run, builder, created, started, first_token, running)
 
     async def _end(
@@ -252,3 +284,15 @@ class ResponseRunner:
             )
 
         return summarize
+
+
+async def warm_up_events(builder: EventBuilder) -> AsyncIterator[StreamEvent]:
+    """The events of a response that does not sample (``generate: false``): the stream
+    opens and completes with no output, its prompt counted as its input tokens."""
+    for event in builder.begin():
+        yield event
+    builder.finished = True
+    state = builder.state
+    state.usage = builder.usage()
+    state.finish("completed")
+    yield ResponseCompleted(builder.sequence_number, state.resource())

@@ -27,6 +27,7 @@ from ..responses.request import ResponseRequest
 from ..responses.resource import TERMINAL
 from ..responses.wire import InputItem, ResponseResource, load_resource
 from .admission import Admission
+from .conversations import ConversationService
 from .coordination import Coordinator
 from .metrics import Metrics
 from .notices import Notices
@@ -63,6 +64,7 @@ class ResponseService:
         self.runs = RunRegistry(self.settings.background_linger_seconds)
         notices = Notices(store, self.settings.poll_seconds)
         self.records = ResponseRecords(store, notices, self.settings)
+        self.conversations = ConversationService(store, self.settings)
         self.coordinator = Coordinator(store, self.runs, notices, self.settings)
         self.runner = ResponseRunner(
             engine,
@@ -73,6 +75,7 @@ class ResponseService:
             admission=self.admission,
             records=self.records,
             runs=self.runs,
+            conversations=self.conversations,
         )
 
     @property

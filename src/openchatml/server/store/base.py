@@ -12,13 +12,17 @@ they stream (``append_events``) so that any server can stream them from a cursor
 response (``request_cancel`` → its ``stop_requests``; a deletion stops it too). A
 store that can push notices (``listen``) wakes those waiting at once; otherwise they
 poll.
+
+Conversations (:class:`ConversationStore`, a store's ``conversations``) live in the same
+database: items kept in order under a ``conv_…`` id, copied in from the API and from the
+responses that continue them, which hold a conversation one at a time (``claim``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 
 class HistoryTooLong(Exception):
@@ -59,8 +63,101 @@ class ItemPage:
     has_more: bool
 
 
+@dataclass(frozen=True, slots=True)
+class StoredConversation:
+    """One stored conversation: its id, owner, creation time and metadata (its items are
+    read a page at a time)."""
+
+    id: str
+    owner: str
+    created_at: int
+    metadata: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class FoundItem:
+    """A conversation and, if it holds it, one of its items (its JSON)."""
+
+    conversation: StoredConversation
+    item: dict[str, Any] | None
+
+
+Claim = Literal["claimed", "locked", "missing"]
+"""What claiming a conversation for a response came to: it is the response's until it
+ends; another response holds it; or there is no such conversation of the owner's."""
+
+
+class ConversationStore(Protocol):
+    """Where conversations live (in the same database as the responses). A conversation
+    is ``owner``'s alone: every read and write names the owner. Items keep the order they
+    were added in."""
+
+    async def create(self, conversation: StoredConversation, items: Sequence[dict[str, Any]]) -> None:
+        """Store a new conversation with its first items."""
+        ...
+
+    async def get(self, conversation_id: str, owner: str) -> StoredConversation | None:
+        """The conversation, if it exists and is ``owner``'s."""
+        ...
+
+    async def update(
+        self, conversation_id: str, owner: str, metadata: dict[str, str]
+    ) -> StoredConversation | None:
+        """Replace the metadata; the conversation after, or ``None``."""
+        ...
+
+    async def delete(self, conversation_id: str, owner: str) -> bool:
+        """Delete it with its items; ``False`` if there was nothing of ``owner``'s."""
+        ...
+
+    async def add_items(
+        self, conversation_id: str, owner: str, items: Sequence[dict[str, Any]], *, max_items: int
+    ) -> bool:
+        """Append ``items``; ``False`` if the conversation is not ``owner``'s. Raises
+        :class:`HistoryTooLong` (adding none) when it would hold more than ``max_items``."""
+        ...
+
+    async def list_items(
+        self, conversation_id: str, owner: str, *, after: str | None, limit: int, order: str
+    ) -> ItemPage | None:
+        """A page of items after the item ``after`` (``order`` ``asc`` or ``desc``), or ``None``."""
+        ...
+
+    async def get_item(self, conversation_id: str, owner: str, item_id: str) -> FoundItem | None:
+        """The conversation and its item ``item_id`` (``None`` in it if absent), or ``None``."""
+        ...
+
+    async def delete_item(self, conversation_id: str, owner: str, item_id: str) -> FoundItem | None:
+        """Delete the item ``item_id``; the conversation and the deleted item, or ``None``."""
+        ...
+
+    async def history(
+        self, conversation_id: str, owner: str, *, max_items: int | None = None
+    ) -> list[dict[str, Any]] | None:
+        """Every item, oldest first; ``None`` if the conversation is not ``owner``'s. Raises
+        :class:`HistoryTooLong` (before loading any) when there are more than ``max_items``."""
+        ...
+
+    async def claim(self, conversation_id: str, owner: str, turn: str, live: frozenset[str]) -> Claim:
+        """Hold the conversation for the response ``turn`` (until :meth:`end_turn`). A
+        hold of a server gone (closed, or silent past the lease), or of this server but
+        not in ``live`` (the turns it still runs), has lapsed."""
+        ...
+
+    async def end_turn(self, conversation_id: str, turn: str, items: Sequence[dict[str, Any]]) -> bool:
+        """Append ``items`` and let go of the hold of ``turn``, in one transaction, if it
+        still holds the conversation (else nothing: deleted meanwhile, or the hold
+        lapsed); whether it did."""
+        ...
+
+
 class Store(Protocol):
     """Where responses live. Every method is safe to call from the event loop."""
+
+    @property
+    def conversations(self) -> ConversationStore:
+        """The conversations, in the same database."""
+        ...
 
     async def open(self) -> None:
         """Create tables if needed; register as a live runner."""

@@ -1,7 +1,7 @@
 """The store over SQL: the tables and queries SQLite and PostgreSQL share.
 
-Four tables: ``responses`` (snapshot JSON, owner, expiry, the runner generating it, a
-cancel request), ``items`` (input and output items by position, indexed by item id for
+Four tables for responses: ``responses`` (snapshot JSON, owner, expiry, the runner
+generating it, a cancel request), ``items`` (input and output items by position, indexed by item id for
 ``item_reference``), ``events`` (the streamed events of background responses, by
 sequence number, so any server can stream them from a cursor) and ``runners`` (one row
 per live store, with the time it last said so). Several servers may share one database:
@@ -13,7 +13,8 @@ a deletion) where the
 database can (PostgreSQL ``NOTIFY``); elsewhere they poll. One connection per store,
 used from a worker thread under a lock, so the event loop never waits on the database.
 Subclasses say how to connect and how to begin a write transaction; queries are written
-with ``?`` placeholders and translated by :meth:`SQLStore._sql`.
+with ``?`` placeholders and translated by :meth:`SQLStore._sql`. The conversations'
+tables and queries are in :mod:`.conversations`, on the same connection.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from typing import Any, Final, Protocol, TypeVar
 import orjson
 
 from .base import HistoryTooLong, ItemPage, StoredResponse
+from .conversations import CONVERSATION_SCHEMA, SQLConversations
 
 T = TypeVar("T")
 
-SCHEMA: Final = """
+RESPONSE_SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS responses (
     id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -65,6 +67,10 @@ CREATE TABLE IF NOT EXISTS events (
     PRIMARY KEY (response_id, sequence)
 );
 """
+
+SCHEMA: Final = RESPONSE_SCHEMA + CONVERSATION_SCHEMA
+"""Every table, created where missing each time a store opens (a database from before
+gains the tables added since)."""
 
 COLUMNS_ADDED: Final = (("responses", "runner", "TEXT"), ("responses", "cancel_requested", "INTEGER"))
 """Columns later versions added to existing tables: (table, column, type)."""
@@ -107,6 +113,7 @@ class SQLStore:
         self.runner = uuid.uuid4().hex
         self.lease_seconds = lease_seconds
         self.events_seconds = events_seconds
+        self.conversations = SQLConversations(self)
 
     def _connect(self) -> Connection:
         raise NotImplementedError
@@ -411,7 +418,7 @@ class SQLStore:
         return await self._run(read)
 
     async def find_items(self, item_ids: Sequence[str], owner: str) -> dict[str, dict[str, Any]]:
-        """Items of ``owner``'s responses by id."""
+        """Items of ``owner``'s responses by id; else of ``owner``'s conversations."""
 
         def read(conn: Connection) -> dict[str, dict[str, Any]]:
             found: dict[str, dict[str, Any]] = {}
@@ -422,8 +429,11 @@ class SQLStore:
                     "WHERE i.item_id = ? AND r.owner = ? LIMIT 1",
                     (item_id, owner),
                 ).fetchone()
-                if row is not None:
-                    found[item_id] = orjson.loads(row[0])
+                item = (
+                    orjson.loads(row[0]) if row is not None else self.conversations.find(conn, item_id, owner)
+                )
+                if item is not None:
+                    found[item_id] = item
             return found
 
         return await self._run(read)
