@@ -13,15 +13,17 @@ from setuptools import find_packages
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "openchatml"
 
-LAYERS = ["core", "templates", "engines", "demo_models", "responses", "server"]
-"""Bottom up; a layer may import the ones before it (engines and demo_models sit side by side)."""
+LAYERS = ["core", "templates", "engines", "demo_models", "responses", "chat", "server"]
+"""Bottom up; a layer may import the ones before it (engines and demo_models sit side by side,
+and so do responses and chat, which may import responses)."""
 ALLOWED = {
     "core": set(),
     "templates": {"core"},
     "engines": {"core", "templates"},
     "demo_models": {"core", "templates", "engines"},
     "responses": {"core", "templates", "engines"},
-    "server": {"core", "templates", "engines", "demo_models", "responses"},
+    "chat": {"core", "templates", "engines", "responses"},
+    "server": {"core", "templates", "engines", "demo_models", "responses", "chat"},
 }
 
 
