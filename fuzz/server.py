@@ -18,8 +18,10 @@
   (delivered in random chunks), one request at a time or a few at once on the same
   responses (create, stream, cancel, delete, replay), from clients that stay or leave
   early (as uvicorn reports it; and, for some, on a server whose writes to a client gone
-  raise ``OSError``, as ASGI 2.4 allows). No answer has a status >= 500; every non-2xx
-  answer is the JSON error envelope (429 with ``Retry-After``); every SSE body is well
+  raise ``OSError``, as ASGI 2.4 allows). No answer has a status >= 500; every answer
+  has a sane ``x-request-id``, and its ``OpenChatML-Ignored-Parameters`` (when it has
+  one) is printable ASCII naming at most 16 parameters; every non-2xx answer is the JSON
+  error envelope (429 with ``Retry-After``); every SSE body is well
   formed, numbered in order, ends with ``data: [DONE]`` and (with events) with a terminal
   event; no response fails inside the server; nothing escapes the app or is logged as an
   error; no call hangs; no admission ticket outlives its run; ``/health`` answers after
@@ -37,6 +39,7 @@ import importlib
 import json
 import logging
 import random
+import re
 import string
 import sys
 import traceback
@@ -57,7 +60,7 @@ from openchatml.responses.errors import APIError
 from openchatml.responses.limits import RequestLimits
 from openchatml.responses.request import ResponseRequest, parse_request
 from openchatml.responses.wire.base import MAX_TEXT
-from openchatml.responses.wire.request import REQUEST_KEYS
+from openchatml.responses.wire.request import MAX_REPORTED, REQUEST_KEYS
 from openchatml.server.admission import Admission
 from openchatml.server.app import create_app
 from openchatml.server.auth import KeyChecker
@@ -813,6 +816,8 @@ MODEL: Final = "scripted-model"
 KEYS: Final = ("sk-fuzz-a", "sk-fuzz-b")
 VOCABULARY: Final = 201088
 TERMINAL_EVENTS: Final = frozenset({"response.completed", "response.incomplete", "response.failed", "error"})
+REQUEST_ID: Final = re.compile(r"[A-Za-z0-9._:/+=@-]{1,128}")
+"""An answer's ``x-request-id``: the client's when sane, else the server's ``req_…``."""
 
 
 class InjectedFailure(EngineError):
@@ -1090,6 +1095,12 @@ class Harness:
             return
         assert 100 <= answer.status < 500, f"status {answer.status}: {answer.body[:600]!r}"
         assert answer.complete, "the answer was not completed"
+        request_id = answer.headers.get("x-request-id", "")
+        assert REQUEST_ID.fullmatch(request_id), f"x-request-id {request_id!r}"
+        ignored = answer.headers.get("openchatml-ignored-parameters")
+        if ignored is not None:
+            assert ignored.isascii() and ignored.isprintable(), f"ignored parameters {ignored!r}"
+            assert ignored.count(", ") < MAX_REPORTED, f"ignored parameters {ignored!r}"
         kind = answer.headers.get("content-type", "")
         head = call.method == "HEAD"
         if 300 <= answer.status < 400:  # a redirect (a trailing slash): to a path of ours

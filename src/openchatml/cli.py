@@ -588,6 +588,21 @@ __all__ = ["main"]
     help="Output tokens a response may sample when its request sets no max_output_tokens "
     "(0: the context window's room after the prompt).",
 )
+@click.option(
+    "--cors-origin",
+    "cors_origins",
+    multiple=True,
+    metavar="ORIGIN",
+    help="Let browser pages from ORIGIN (https://app.example:8080, or * for any) call the API "
+    "(repeatable; default: none).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warning", "error"]),
+    default="info",
+    show_default=True,
+    help="info: an access-log line per answer; warning: only what went wrong.",
+)
 def serve(
     model: str | None,
     upstream: str | None,
@@ -612,6 +627,8 @@ def serve(
     ttl_days: float,
     wire: str,
     default_max_output_tokens: int,
+    cors_origins: tuple[str, ...],
+    log_level: str,
 ) -> None:
     """Serve the Open Responses API (/v1/responses: JSON, SSE, WebSocket) over a model."""
     from .server import ServerConfig
@@ -621,6 +638,11 @@ def serve(
     if tokenizer and not upstream:
         raise click.UsageError("--tokenizer goes with --upstream (a local model brings its own tokenizer)")
     env_keys = tuple(k.strip() for k in os.environ.get("OPENCHATML_API_KEYS", "").split(",") if k.strip())
+    if model is None and not upstream:
+        click.echo(
+            f"no --model given: serving {DEFAULT_MODEL} (--model tiny-random: a small demo model, offline)",
+            err=True,
+        )
     config = ServerConfig(
         model=model or DEFAULT_MODEL,
         upstream=upstream,
@@ -648,6 +670,8 @@ def serve(
         served_name=served_model_name,
         wire=wire,
         default_max_output_tokens=default_max_output_tokens or None,
+        cors_origins=cors_origins,
+        log_level=log_level,
     )
     sys.exit(run_server(config))
 

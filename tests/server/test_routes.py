@@ -53,7 +53,8 @@ def test_every_v1_route_has_an_alias_at_the_root_and_nothing_else_is_there(app: 
     at_root = {(path, method) for path, method in routes if not path.startswith("/v1/")}
     aliases = {(path.removeprefix("/v1"), method) for path, method in versioned if path not in VERSIONED_ONLY}
     assert at_root == aliases | {(path, "GET") for path in ROOT_ONLY}
-    assert len(versioned) == 9  # create, get, delete, cancel, input_items, input_tokens, compact, models ×2
+    assert len(versioned) == 9 + 1 + 8  # create, get, delete, cancel, input_items, input_tokens, compact,
+    # models ×2; chat completions; conversations: create, get, update, delete, items ×4
     sockets = {route.path for route in app.routes if isinstance(route, APIWebSocketRoute)}
     assert sockets == {"/v1/responses", "/responses"}
 

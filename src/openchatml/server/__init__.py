@@ -1,7 +1,8 @@
 """The Open Responses server: ``openchatml serve``.
 
 ``build(config)`` opens the engine and store a :class:`~.config.ServerConfig` names and
-returns the ASGI app; ``serve(config)`` runs it with uvicorn until interrupted.
+returns the ASGI app; ``serve(config)`` runs it with uvicorn until interrupted, on a
+socket bound before the model loads (:mod:`.listener`).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
     """The app for ``config``: engine loaded, store opened (responses that stopped servers
     left unfinished marked failed, expired ones evicted). Raises :class:`ConfigError`."""
     say(f"loading model {config.model if not config.upstream else config.upstream} …")
-    engine = await open_engine(config)
+    engine = await open_engine(config, say)
     store = open_store(config)
     if store is not None:
         await store.open()
@@ -79,16 +80,29 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
             auth_failures_per_minute=config.auth_failures_per_minute,
         ),
         on_shutdown=shutdown,
+        cors_origins=config.cors_origins,
     )
 
 
 def serve(config: ServerConfig) -> int:
     """Run the server until interrupted (Ctrl-C or SIGTERM: a graceful stop, status 0);
-    the exit status (2 when the configuration cannot be served)."""
+    the exit status (1 when it cannot listen where it is told, said before the model
+    loads; 2 when the configuration cannot be served). It says it serves once it accepts
+    connections; its logs go to standard error at ``config.log_level``."""
     import uvicorn
+
+    from .listener import AnnouncingServer, ListenError, bind, configure_logging, uvicorn_level
 
     def say(line: str) -> None:
         print(line, file=sys.stderr, flush=True)
+
+    configure_logging(config.log_level)
+    try:
+        listener = bind(config.host, config.port)
+    except ListenError as exc:
+        say(f"error: {exc}")
+        return 1
+    port = listener.getsockname()[1]
 
     async def main() -> int:
         try:
@@ -100,15 +114,22 @@ def serve(config: ServerConfig) -> int:
         store = app.state.service.store
         where = f"{info.engine}, {info.device}" if info.device else info.engine
         keys = ", API keys required" if config.api_keys else ""
-        say(
-            f"openchatml serving {info.id} ({where}) on http://{config.host}:{config.port}/v1/responses"
+        host = f"[{config.host}]" if ":" in config.host else config.host
+        line = (
+            f"openchatml serving {info.id} ({where}) on http://{host}:{port}/v1/responses"
             f" — store: {store if store is not None else 'none'}{keys}"
         )
         options = app.state.limits.uvicorn_options()
-        server = uvicorn.Server(
-            uvicorn.Config(app, host=config.host, port=config.port, log_level="warning", **options)
+        level = uvicorn_level(config.log_level)
+        server = AnnouncingServer(
+            uvicorn.Config(app, host=config.host, port=port, log_level=level, access_log=False, **options),
+            lambda: say(line),
         )
-        await server.serve()
+        try:
+            await server.serve(sockets=[listener])
+        except OSError as exc:
+            say(f"error: cannot listen on {config.host}:{port}: {exc.strerror or exc}")
+            return 1
         return 0
 
     def terminate(signum: int, frame: object) -> None:
@@ -124,3 +145,4 @@ def serve(config: ServerConfig) -> int:
         return 0
     finally:
         signal.signal(signal.SIGTERM, previous)
+        listener.close()

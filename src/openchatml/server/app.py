@@ -9,7 +9,9 @@ WebSocket mode, ``POST /v1/responses/compact``, ``POST /v1/responses/input_token
 
 Errors are ``{"error": {message, type, param, code}}`` with the status of their type
 (:mod:`.errors`); nothing unexpected escapes as anything but a JSON 500
-(:mod:`.middleware`). Bodies are written by :mod:`.json_response`, SSE events by
+(:mod:`.middleware`). Every answer carries ``x-request-id`` (:mod:`.answer_headers`) and
+is written to the access log (:mod:`.access_log`); browsers may call the API from the
+origins the app is given (:mod:`.cors`). Bodies are written by :mod:`.json_response`, SSE events by
 :mod:`.sse`, WebSocket frames by :class:`.routes.websocket.EventSender`, each in the
 wire dialect of the request (:mod:`.wire`).
 
@@ -20,7 +22,7 @@ UI, served from the app itself (:mod:`.routes.docs`).
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -29,12 +31,15 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..responses.errors import APIError
 from ..responses.wire import add_schemas
+from .access_log import AccessLog
+from .answer_headers import AnswerHeaders
 from .auth import KeyChecker
 from .callers import Callers
+from .cors import add_cors
 from .errors import answer_api_error, answer_http_error
 from .limits import Limits
 from .middleware import AnswerCounter, RequestBounds
-from .routes import add_routes, docs, health, models, responses, websocket
+from .routes import add_routes, chat, conversations, docs, health, models, responses, websocket
 from .service import ResponseService
 
 
@@ -67,8 +72,10 @@ def create_app(
     keys: KeyChecker | None = None,
     limits: Limits | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
+    cors_origins: Sequence[str] = (),
 ) -> FastAPI:
-    """The app serving ``service``; ``on_shutdown`` runs when the server stops."""
+    """The app serving ``service``; ``on_shutdown`` runs when the server stops;
+    ``cors_origins``: the origins browsers may call it from (:mod:`.cors`)."""
     limits = limits or Limits()
     app = ResponsesApp(title="openchatml", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.service = service
@@ -78,10 +85,14 @@ def create_app(
 
     app.add_exception_handler(APIError, answer_api_error)
     app.add_exception_handler(StarletteHTTPException, answer_http_error)
+    # the last added is the outermost: ids and the access log see every answer
     app.add_middleware(RequestBounds, limits=limits)
     app.add_middleware(AnswerCounter, metrics=service.metrics)
+    add_cors(app, cors_origins)
+    app.add_middleware(AccessLog)
+    app.add_middleware(AnswerHeaders)
 
-    for router in (responses.router, websocket.router, models.router):
+    for router in (responses.router, chat.router, conversations.router, websocket.router, models.router):
         add_routes(app, router, prefix="/v1")
         add_routes(app, router, in_schema=False)  # the same routes without the prefix
     add_routes(app, models.versioned_router, prefix="/v1")

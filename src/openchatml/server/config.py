@@ -1,17 +1,21 @@
 """``openchatml serve``'s settings, and building an app from them.
 
 :class:`ServerConfig` holds every option; :func:`open_engine` loads the engine it names
-(a demo model such as ``tiny-random``, a local folder or hub id through transformers, or an upstream
-``/v1/completions`` server); :func:`open_store` the store (SQLite file, PostgreSQL URL,
-or none); :func:`sealing_key` the key that seals ``encrypted_content`` (from the
-environment, a file, or created once in the data directory).
+(a demo model such as ``tiny-random``, a local folder or hub id through transformers, or
+an upstream ``/v1/completions`` server; a hub id is looked for in the local cache first,
+and what downloading it takes is said before it starts: :mod:`.hub`); :func:`open_store`
+the store (SQLite file, PostgreSQL URL, or none); :func:`sealing_key` the key that seals
+``encrypted_content`` (from the environment, a file, or created once in the data
+directory).
 """
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -20,6 +24,7 @@ from ..demo_models.catalog import ensure_demo_model, is_demo_model
 from ..engines.base import Engine, EngineError
 from ..responses.crypto import KEY_BYTES, new_key
 from ..responses.limits import DEFAULT_LIMITS, DEFAULT_MAX_OUTPUT_TOKENS, RequestLimits
+from .hub import HubError, locate
 from .store.base import Store
 from .store.sqlite import SQLiteStore
 
@@ -30,6 +35,8 @@ at a time: more would only wait on it, outside the queue's order)."""
 RUNNING_UPSTREAM: Final = 16
 """Responses generating at once by default over an upstream server."""
 KEY_ENV: Final = "OPENCHATML_SECRET_KEY"
+LOG_LEVELS: Final = ("debug", "info", "warning", "error")
+"""``serve --log-level``: ``info`` shows the access log, ``warning`` only what went wrong."""
 
 
 def default_home() -> Path:
@@ -70,8 +77,16 @@ class ServerConfig:
     served_name: str | None = None
     wire: str = "auto"
     """The wire dialect of answers: ``auto`` (by the client), ``openai`` or ``openresponses``."""
+    cors_origins: tuple[str, ...] = ()
+    """The origins browsers may call the API from (``*``: any); none by default."""
+    log_level: str = "info"
+    """One of :data:`LOG_LEVELS`."""
     default_max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
     """The output bound of a request that sets no ``max_output_tokens`` (``None``: the room left)."""
+
+    def __post_init__(self) -> None:
+        if self.log_level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {self.log_level!r}: expected one of {', '.join(LOG_LEVELS)}")
 
     @property
     def engine_name(self) -> str:
@@ -91,8 +106,9 @@ class ConfigError(Exception):
     """The configuration cannot be served; the message says what to pass instead."""
 
 
-async def open_engine(config: ServerConfig) -> Engine:
-    """The engine ``config`` names. Raises :class:`ConfigError` with a one-line hint."""
+async def open_engine(config: ServerConfig, say: Callable[[str], None] = lambda line: None) -> Engine:
+    """The engine ``config`` names (``say``: told what a hub model's download takes, before
+    it starts). Raises :class:`ConfigError` with a one-line hint."""
     if config.upstream:
         from ..engines.tokenizer import HFTokenizer
         from ..engines.upstream import UpstreamEngine
@@ -117,15 +133,24 @@ async def open_engine(config: ServerConfig) -> Engine:
     if is_demo_model(config.model):
         model = ensure_demo_model(config.model, config.home)
         name = name or config.model
+    else:
+        try:
+            model = await asyncio.to_thread(locate, config.model, say)
+        except HubError as exc:
+            raise ConfigError(f"{exc}. {_OFFLINE_HINT}") from None
+        if model != config.model:  # a cached snapshot, whose folder is named by its commit
+            name = name or config.model
     try:
         return TransformersEngine.load(model, device=config.device, model_id=name)
     except EngineError as exc:
         reason = str(exc).splitlines()[0].rstrip(".")
-        hint = (
-            f"{reason}. Pass --model tiny-random for an offline smoke test, --model PATH for a local model "
-            "folder, or --upstream URL to serve through a vLLM or llama.cpp server."
-        )
-        raise ConfigError(hint) from None
+        raise ConfigError(f"{reason}. {_OFFLINE_HINT}") from None
+
+
+_OFFLINE_HINT: Final = (
+    "Pass --model tiny-random for an offline smoke test, --model PATH for a local model folder, "
+    "or --upstream URL to serve through a vLLM or llama.cpp server."
+)
 
 
 def open_store(config: ServerConfig) -> Store | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from dataclasses import replace
+from itertools import islice
 from typing import Any, Final, TypeVar
 
 import orjson
@@ -13,6 +15,9 @@ from starlette.requests import Request
 from ..responses.errors import PayloadTooLargeError, RequestError
 from ..responses.limits import RequestLimits
 from ..responses.request import ResponseRequest, parse_request
+from ..responses.wire.base import MAX_NAME
+from ..responses.wire.request import MAX_REPORTED
+from .ignored_parameters import report_ignored
 
 T = TypeVar("T")
 
@@ -43,17 +48,21 @@ def decode_json(raw: bytes | str) -> Any:
 def request_of(
     raw: bytes, limits: RequestLimits, drop: tuple[str, ...] = (), only: frozenset[str] | None = None
 ) -> ResponseRequest:
-    """A create-response body's bytes → the checked request (``drop``: keys ignored;
-    ``only``: the keys allowed). Raises :class:`RequestError` (``invalid_json``,
-    ``unknown_parameter``, or any of :func:`parse_request`'s)."""
+    """A create-response body's bytes → the checked request (``drop``: keys set aside
+    unsaid; ``only``: the keys used, any other set aside and named in the request's
+    ``ignored``). Raises :class:`RequestError` (``invalid_json``, or any of
+    :func:`parse_request`'s)."""
     body = decode_json(raw)
+    unused: tuple[str, ...] = ()
     if isinstance(body, dict):
         if drop:
             body = {k: v for k, v in body.items() if k not in drop}
-        bad = next((k for k in body if only is not None and k not in only), None)
-        if bad is not None:
-            raise RequestError(f"Unknown parameter: '{bad}'.", param=bad, code="unknown_parameter")
-    return parse_request(body, limits)
+        if only is not None:
+            limits.check_depth(body)  # what is set aside is held to the same bounds
+            unused = tuple(islice((k[:MAX_NAME] for k in body if k not in only), MAX_REPORTED))
+            body = {k: v for k, v in body.items() if k in only}
+    parsed = parse_request(body, limits)
+    return replace(parsed, ignored=(*unused, *parsed.ignored)[:MAX_REPORTED]) if unused else parsed
 
 
 async def read_body(request: Request, max_bytes: int) -> bytes:
@@ -80,6 +89,9 @@ async def read_request(
     only: frozenset[str] | None = None,
 ) -> ResponseRequest:
     """The checked create-response body (at most ``max_bytes``; decoded and checked off
-    the event loop when large); ``drop``: keys ignored, ``only``: the keys allowed."""
+    the event loop when large); ``drop``: keys set aside unsaid, ``only``: the keys used.
+    The parameters it ignored are named on the answer (:func:`.ignored_parameters.report_ignored`)."""
     raw = await read_body(request, max_bytes)
-    return await off_loop(len(raw), request_of, raw, limits, drop, only)
+    parsed = await off_loop(len(raw), request_of, raw, limits, drop, only)
+    report_ignored(request.scope, parsed.ignored)
+    return parsed

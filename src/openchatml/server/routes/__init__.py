@@ -1,8 +1,9 @@
 """The routers of the API, and how they are added to an app.
 
 Each endpoint is a module-level function on an :class:`~fastapi.APIRouter`:
-:mod:`.responses`, :mod:`.websocket` and :mod:`.models` (their routes answer under
-``/v1`` and, hidden from the OpenAPI document, at the root), :mod:`.health` (at the root),
+:mod:`.responses`, :mod:`.chat`, :mod:`.conversations`, :mod:`.websocket` and
+:mod:`.models` (their routes answer under ``/v1`` and, hidden from the OpenAPI document, at
+the root), :mod:`.health` (at the root),
 :mod:`.docs` (``/docs``, hidden from the document it shows).
 """
 
@@ -11,9 +12,9 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute, APIWebSocketRoute
 
-from . import docs, health, models, responses, websocket
+from . import chat, conversations, docs, health, models, responses, websocket
 
-__all__ = ["add_routes", "docs", "health", "models", "responses", "websocket"]
+__all__ = ["add_routes", "chat", "conversations", "docs", "health", "models", "responses", "websocket"]
 
 
 def add_routes(app: FastAPI, router: APIRouter, *, prefix: str = "", in_schema: bool = True) -> None:
