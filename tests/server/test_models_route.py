@@ -36,6 +36,9 @@ def test_the_model_object_carries_its_window_output_bound_and_capabilities(serve
         "vision": False,
         "enforced_decoding": False,
     }
+    assert "namespace" in card["tool_types"]["offered"] and "function" in card["tool_types"]["offered"]
+    assert {"web_search", "web_search_preview"} <= set(card["tool_types"]["accepted_not_offered"])
+    assert "computer_use_preview" in card["tool_types"]["refused"]
     listed = client.models.list().data
     assert [m.model_dump() for m in listed] == [card]
     with server.http() as http:

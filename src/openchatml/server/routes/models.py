@@ -4,7 +4,9 @@
 A model object is OpenAI's (``id``, ``object``, ``created``, ``owned_by``) with what a
 client needs to size its requests: ``context_length`` (also as vLLM's ``max_model_len``),
 the ``max_output_tokens`` a response gets when its request sets none, and
-``capabilities`` (tool calls, reasoning, images in, outputs enforced by the sampler).
+``capabilities`` (tool calls, reasoning, images in, outputs enforced by the sampler) and
+``tool_types``: those offered to the model, those accepted but never offered (no backend
+runs a web search), and those refused.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from ...responses.dialect import TemplateDialect
+from ...responses.wire.tools import OFFERED_TOOL_TYPES, REFUSED_TOOL_TYPES, UNOFFERED_TOOL_TYPES
 from ...templates.format import ReasoningMode, ToolSyntax
 from ..dependencies import Owner, Service
 from ..json_response import json_response
@@ -48,6 +51,11 @@ def model_object(service: ResponseService) -> dict[str, Any]:
             "reasoning": reasoning,
             "vision": False,
             "enforced_decoding": service.engine.enforces_grammar,
+        },
+        "tool_types": {
+            "offered": list(OFFERED_TOOL_TYPES) if tools else [],
+            "accepted_not_offered": list(UNOFFERED_TOOL_TYPES),
+            "refused": list(REFUSED_TOOL_TYPES),
         },
     }
 
