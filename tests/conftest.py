@@ -75,6 +75,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "llamacpp: needs a real llama.cpp llama-server (built from source once), started once per session",
     )
+    config.addinivalue_line(
+        "markers",
+        "clients: real client programs (Codex CLI, the JavaScript SDK and Agents SDK from npm, "
+        "installed once; the Python Agents SDK)",
+    )
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
