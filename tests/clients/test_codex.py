@@ -220,3 +220,21 @@ def test_the_documented_config_is_the_tested_one() -> None:
     for block in section.split("```toml\n")[1:]:
         documented.update(tomllib.loads(block[: block.index("```")]))
     assert documented == tomllib.loads(codex_config("http://127.0.0.1:8000/v1", "tiny"))
+
+
+def test_codex_shows_the_models_reasoning(
+    codex_at: Callable[[ScriptedEngine], tuple[CodexHome, RecordedServer]],
+) -> None:
+    """Codex asks for a reasoning summary (``reasoning.summary: auto``) and shows it: its
+    JSON events carry a reasoning item with the summary the model wrote."""
+    engine = greeter()
+    codex, served = codex_at(engine)
+    run = codex.exec("Say hello", "--json")
+    check_ran(run, served)
+    items = [
+        e["item"]
+        for e in run.events()
+        if e.get("type") == "item.completed" and isinstance(e.get("item"), dict)
+    ]
+    assert any(item.get("type") == "reasoning" and SUMMARY in str(item.get("text")) for item in items), run
+    assert any(item.get("type") == "agent_message" and item.get("text") == HELLO for item in items), run
