@@ -15,9 +15,10 @@ origins the app is given (:mod:`.cors`). Bodies are written by :mod:`.json_respo
 :mod:`.sse`, WebSocket frames by :class:`.routes.websocket.EventSender`, each in the
 wire dialect of the request (:mod:`.wire`).
 
-``/openapi.json`` holds the wire's schemas (the request body, the response, every
-streaming event: :func:`~..responses.wire.add_schemas`); ``/docs`` shows it with Swagger
-UI, served from the app itself (:mod:`.routes.docs`).
+``/openapi.json`` holds the wire's schemas (the request bodies, the response, every
+streaming event, the conversations' answers: :func:`~..responses.wire.add_schemas`; the
+chat completion and its chunks: :func:`~..chat.add_chat_schemas`); ``/docs`` shows it
+with Swagger UI, served from the app itself (:mod:`.routes.docs`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any
 from fastapi import FastAPI
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from ..chat import add_chat_schemas
 from ..responses.errors import APIError
 from ..responses.wire import add_schemas
 from .access_log import AccessLog
@@ -47,9 +49,9 @@ class ResponsesApp(FastAPI):
     """The FastAPI app whose OpenAPI document holds the wire's schemas."""
 
     def openapi(self) -> dict[str, Any]:
-        """The OpenAPI document (built once): FastAPI's, with the wire's component schemas."""
+        """The OpenAPI document (built once): FastAPI's, with the wire's and chat's component schemas."""
         if self.openapi_schema is None:
-            self.openapi_schema = add_schemas(super().openapi())
+            self.openapi_schema = add_chat_schemas(add_schemas(super().openapi()))
         return self.openapi_schema
 
 

@@ -1,26 +1,85 @@
 """The wire's models in an OpenAPI document (what ``/docs`` shows).
 
-The create route reads its body itself (bounded, off the event loop, errors as the API
-spells them), so FastAPI does not see its models. :func:`create_operation` is the route's
-``openapi_extra`` (the request body a :class:`~.request.CreateResponseBody`; the answer a
-:class:`~.resource.ResponseResource`, or a stream of events); :func:`schemas` the
-component schemas it refers to, for :func:`add_schemas` to put into the document.
+The routes read their bodies themselves (bounded, off the event loop, errors as the API
+spells them), so FastAPI does not see their models. :func:`create_operation` is the create
+route's ``openapi_extra`` (the request body a :class:`~.request.CreateResponseBody`; the
+answer a :class:`~.resource.ResponseResource`, or a stream of events);
+:func:`conversation_operation` a conversation route's (its body and answer, models of
+:mod:`.conversations`); :func:`schemas` the component schemas they refer to, for
+:func:`add_schemas` to put into the document.
 """
 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any, Final, get_type_hints
 
-from pydantic import TypeAdapter
-from pydantic.json_schema import models_json_schema
+from pydantic import BaseModel, TypeAdapter
+from pydantic.json_schema import JsonSchemaMode, models_json_schema
 
+from .conversations import (
+    INCLUDABLE,
+    AddItemsBody,
+    ConversationDeleted,
+    ConversationItemList,
+    ConversationResource,
+    CreateConversationBody,
+    UpdateConversationBody,
+)
 from .events import EVENT_CLASSES, StreamEvent
 from .request import CreateResponseBody
 from .resource import ResponseResource
 
 REF: Final = "#/components/schemas/{model}"
 STREAM_EVENT: Final = "ResponseStreamEvent"
+CONVERSATION_ITEM: Final = "ConversationItem"
+"""The schema of one item of a conversation (any item a response's input or output holds)."""
+INCLUDE_QUERY: Final = (
+    {
+        "name": "include",
+        "in": "query",
+        "required": False,
+        "description": "More item data to include (items are given back as they were stored).",
+        "schema": {"type": "array", "items": {"type": "string", "enum": list(INCLUDABLE)}},
+    },
+)
+"""The ``include`` query parameter of the routes that answer items."""
+PAGE_QUERY: Final = (
+    {
+        "name": "limit",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "integer", "minimum": 1, "maximum": 100, "default": 20},
+    },
+    {
+        "name": "order",
+        "in": "query",
+        "required": False,
+        "schema": {"type": "string", "enum": ["asc", "desc"], "default": "desc"},
+    },
+    {
+        "name": "after",
+        "in": "query",
+        "required": False,
+        "description": "The id of the item the page starts after.",
+        "schema": {"type": "string"},
+    },
+    *INCLUDE_QUERY,
+)
+"""The query parameters of a page of a conversation's items."""
+_BODIES: Final[tuple[type[BaseModel], ...]] = (
+    CreateResponseBody,
+    CreateConversationBody,
+    UpdateConversationBody,
+    AddItemsBody,
+)
+_ANSWERS: Final[tuple[type[BaseModel], ...]] = (
+    ResponseResource,
+    ConversationResource,
+    ConversationDeleted,
+    ConversationItemList,
+)
 
 
 def _ref(name: str) -> dict[str, str]:
@@ -41,11 +100,15 @@ def _event_schema(cls: type[StreamEvent], defs: dict[str, Any]) -> dict[str, Any
 
 def schemas() -> dict[str, Any]:
     """Component schemas: the request body, the response, every streaming event (and
-    ``ResponseStreamEvent``, one of them), and what they refer to."""
-    _, top = models_json_schema(
-        [(CreateResponseBody, "validation"), (ResponseResource, "serialization")], ref_template=REF
-    )
+    ``ResponseStreamEvent``, one of them), the conversations' bodies and answers (and
+    ``ConversationItem``), and what they refer to."""
+    modes: list[tuple[type[BaseModel], JsonSchemaMode]] = [
+        *((cls, "validation") for cls in _BODIES),
+        *((cls, "serialization") for cls in _ANSWERS),
+    ]
+    _, top = models_json_schema(modes, ref_template=REF)
     out: dict[str, Any] = dict(top.get("$defs", {}))
+    out[CONVERSATION_ITEM] = out[ConversationItemList.__name__]["properties"]["data"]["items"]
     for cls in EVENT_CLASSES:
         out[cls.__name__] = _event_schema(cls, out)
     out[STREAM_EVENT] = {
@@ -75,6 +138,29 @@ def create_operation() -> dict[str, Any]:
             }
         },
     }
+
+
+def conversation_operation(
+    answer: type[BaseModel] | str,
+    description: str,
+    body: type[BaseModel] | None = None,
+    query: Sequence[dict[str, Any]] = (),
+) -> dict[str, Any]:
+    """The ``openapi_extra`` of a conversation route: its JSON ``body`` (if any), its
+    ``query`` parameters, and its answer (a model of :mod:`.conversations`, or the name of a
+    schema such as :data:`CONVERSATION_ITEM`) in the wire dialect the request asked for."""
+    name = answer if isinstance(answer, str) else answer.__name__
+    operation: dict[str, Any] = {
+        "responses": {
+            "200": {"description": description, "content": {"application/json": {"schema": _ref(name)}}}
+        }
+    }
+    if body is not None:
+        content = {"application/json": {"schema": _ref(body.__name__)}}
+        operation["requestBody"] = {"required": True, "content": content}
+    if query:
+        operation["parameters"] = list(query)
+    return operation
 
 
 def add_schemas(document: dict[str, Any]) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from ...chat import (
     completion_json,
     parse_chat_request,
 )
+from ...chat.openapi import create_operation
 from ...responses.errors import APIError, ModelError, RequestError, ServerError
 from ...responses.limits import RequestLimits
 from ...responses.resource import Usage
@@ -62,7 +63,7 @@ def _parse(raw: bytes, limits: RequestLimits) -> ChatRequest:
     return parse_chat_request(decode_json(raw), limits)
 
 
-@router.post("/chat/completions")
+@router.post("/chat/completions", openapi_extra=create_operation())
 async def create_chat_completion(
     request: Request, service: Service, owner: Owner, limits: HTTPLimits
 ) -> Response:

@@ -15,11 +15,18 @@ from fastapi.responses import Response
 from ...responses import ids
 from ...responses.limits import RequestLimits
 from ...responses.wire.conversations import (
+    AddItemsBody,
+    ConversationDeleted,
+    ConversationItemList,
+    ConversationResource,
+    CreateConversationBody,
+    UpdateConversationBody,
     check_include,
     read_create_body,
     read_items_body,
     read_update_body,
 )
+from ...responses.wire.openapi import CONVERSATION_ITEM, INCLUDE_QUERY, PAGE_QUERY, conversation_operation
 from ..dependencies import HTTPLimits, Owner, Service, Wire
 from ..json_response import json_response
 from ..query import choice_param, id_param, int_param
@@ -45,7 +52,10 @@ def _include(request: Request) -> tuple[str, ...]:
     return check_include([*params.getlist("include"), *params.getlist("include[]")])
 
 
-@router.post("/conversations")
+@router.post(
+    "/conversations",
+    openapi_extra=conversation_operation(ConversationResource, "The conversation.", CreateConversationBody),
+)
 async def create_conversation(
     request: Request, service: Service, owner: Owner, limits: HTTPLimits, dialect: Wire
 ) -> Response:
@@ -54,13 +64,19 @@ async def create_conversation(
     return json_response((await service.conversations.create(body, owner)).to_json(dialect))
 
 
-@router.get("/conversations/{conversation_id}")
+@router.get(
+    "/conversations/{conversation_id}",
+    openapi_extra=conversation_operation(ConversationResource, "The conversation."),
+)
 async def get_conversation(conversation_id: str, service: Service, owner: Owner, dialect: Wire) -> Response:
     """A conversation."""
     return json_response((await service.conversations.retrieve(conversation_id, owner)).to_json(dialect))
 
 
-@router.post("/conversations/{conversation_id}")
+@router.post(
+    "/conversations/{conversation_id}",
+    openapi_extra=conversation_operation(ConversationResource, "The conversation.", UpdateConversationBody),
+)
 async def update_conversation(
     request: Request, conversation_id: str, service: Service, owner: Owner, limits: HTTPLimits, dialect: Wire
 ) -> Response:
@@ -69,7 +85,10 @@ async def update_conversation(
     return json_response((await service.conversations.update(conversation_id, owner, body)).to_json(dialect))
 
 
-@router.delete("/conversations/{conversation_id}")
+@router.delete(
+    "/conversations/{conversation_id}",
+    openapi_extra=conversation_operation(ConversationDeleted, "The conversation is deleted."),
+)
 async def delete_conversation(
     conversation_id: str, service: Service, owner: Owner, dialect: Wire
 ) -> Response:
@@ -77,7 +96,12 @@ async def delete_conversation(
     return json_response((await service.conversations.delete(conversation_id, owner)).to_json(dialect))
 
 
-@router.post("/conversations/{conversation_id}/items")
+@router.post(
+    "/conversations/{conversation_id}/items",
+    openapi_extra=conversation_operation(
+        ConversationItemList, "The items added.", AddItemsBody, INCLUDE_QUERY
+    ),
+)
 async def add_conversation_items(
     request: Request, conversation_id: str, service: Service, owner: Owner, limits: HTTPLimits, dialect: Wire
 ) -> Response:
@@ -88,7 +112,10 @@ async def add_conversation_items(
     return json_response(added.to_json(dialect))
 
 
-@router.get("/conversations/{conversation_id}/items")
+@router.get(
+    "/conversations/{conversation_id}/items",
+    openapi_extra=conversation_operation(ConversationItemList, "A page of the items.", query=PAGE_QUERY),
+)
 async def list_conversation_items(
     request: Request, conversation_id: str, service: Service, owner: Owner, dialect: Wire
 ) -> Response:
@@ -104,7 +131,10 @@ async def list_conversation_items(
     return json_response(page.to_json(dialect))
 
 
-@router.get("/conversations/{conversation_id}/items/{item_id}")
+@router.get(
+    "/conversations/{conversation_id}/items/{item_id}",
+    openapi_extra=conversation_operation(CONVERSATION_ITEM, "The item.", query=INCLUDE_QUERY),
+)
 async def get_conversation_item(
     request: Request, conversation_id: str, item_id: str, service: Service, owner: Owner, dialect: Wire
 ) -> Response:
@@ -114,7 +144,10 @@ async def get_conversation_item(
     return json_response(item.to_json(dialect))
 
 
-@router.delete("/conversations/{conversation_id}/items/{item_id}")
+@router.delete(
+    "/conversations/{conversation_id}/items/{item_id}",
+    openapi_extra=conversation_operation(ConversationResource, "The conversation, without the item."),
+)
 async def delete_conversation_item(
     conversation_id: str, item_id: str, service: Service, owner: Owner, dialect: Wire
 ) -> Response:
