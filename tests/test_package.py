@@ -13,17 +13,18 @@ from setuptools import find_packages
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "openchatml"
 
-LAYERS = ["core", "templates", "engines", "demo_models", "responses", "chat", "server"]
-"""Bottom up; a layer may import the ones before it (engines and demo_models sit side by side,
-and so do responses and chat, which may import responses)."""
+LAYERS = ["core", "templates", "engines", "tools", "demo_models", "responses", "chat", "server"]
+"""Bottom up; a layer may import the ones before it (engines, tools and demo_models sit side
+by side — tools on the core alone —, and so do responses and chat, which may import responses)."""
 ALLOWED = {
     "core": set(),
     "templates": {"core"},
     "engines": {"core", "templates"},
+    "tools": {"core"},
     "demo_models": {"core", "templates", "engines"},
-    "responses": {"core", "templates", "engines"},
-    "chat": {"core", "templates", "engines", "responses"},
-    "server": {"core", "templates", "engines", "demo_models", "responses", "chat"},
+    "responses": {"core", "templates", "engines", "tools"},
+    "chat": {"core", "templates", "engines", "tools", "responses"},
+    "server": {"core", "templates", "engines", "tools", "demo_models", "responses", "chat"},
 }
 
 
