@@ -2,8 +2,8 @@
 
 ``render`` turns a JSON conversation (see :mod:`openchatml.core.interchange`) into Harmony or
 OpenChatML 2.2 text or token ids; ``parse`` reads text or token ids back into JSON
-messages (or streams the parser's events); ``validate`` lists every problem in one or
-more files; ``convert`` moves between Harmony text, OCM 2.2 text and JSON.
+messages (or streams the parser's events, or the OCM §9 events); ``validate`` lists every
+problem in one or more files; ``convert`` moves between Harmony text, OCM 2.2 text and JSON.
 
 Every typed :class:`~openchatml.core.errors.OCMError` is printed as
 ``error: E-CODE: message (at line L, column C)`` on stderr with exit status 1; usage
@@ -28,7 +28,7 @@ import click
 
 from .core.calls import check_tool_call, declared_namespaces
 from .core.errors import OCMError, ParseError, Position, text_position
-from .core.events import Event
+from .core.events import Event, Repaired
 from .core.interchange import (
     InterchangeError,
     conversation_from_json_text,
@@ -37,6 +37,7 @@ from .core.interchange import (
     messages_from_json,
 )
 from .core.messages import Conversation, Role
+from .core.ocm_events import OcmEventStream
 from .core.parse import StreamParser
 from .core.render import CoTPolicy, Profile, RenderConfig, Renderer
 from .responses.limits import DEFAULT_LIMITS, DEFAULT_MAX_OUTPUT_TOKENS
@@ -276,6 +277,14 @@ def render(source: str, fmt: str, profile: str, purpose: str, next_role: str | N
 )
 @click.option("--lenient", is_flag=True, help="Repair malformed input and report each repair on stderr.")
 @click.option("--stream", is_flag=True, help="Print the parser's events as JSON lines as they come.")
+@click.option(
+    "--events",
+    "event_kind",
+    type=click.Choice(["parser", "ocm"]),
+    default="parser",
+    show_default=True,
+    help="With --stream: the parser's events, or the OCM §9 events (response.delta, response.delta.flush).",
+)
 @click.option("--compact", is_flag=True, help="One line of JSON instead of indented JSON.")
 @click.option(
     "--profile",
@@ -291,14 +300,17 @@ def parse(
     role: str | None,
     lenient: bool,
     stream: bool,
+    event_kind: str,
     compact: bool,
     profile: str,
 ) -> None:
     """Parse Harmony / OCM 2.2 text (or token ids) into JSON messages."""
     parser = _parser(role, lenient, profile)
     if stream:
-        _parse_stream(source, as_tokens, parser)
+        _parse_stream(source, as_tokens, parser, _ocm_emitter() if event_kind == "ocm" else _emit)
         return
+    if event_kind != "parser":
+        raise click.UsageError("--events needs --stream")
     text = _read(source)
     conversation = _parse_all(text, "tokens" if as_tokens else "text", parser)
     for repair in parser.repairs:
@@ -311,7 +323,24 @@ def _emit(events: Iterable[Event]) -> None:
         click.echo(json.dumps(event_to_json(event), ensure_ascii=False))
 
 
-def _parse_stream(source: str, as_tokens: bool, parser: StreamParser) -> None:
+def _ocm_emitter() -> Callable[[Iterable[Event]], None]:
+    """An emitter that prints the OCM §9 events the parser's events give, one JSON line each
+    (each repair of the lenient parser goes to stderr)."""
+    ocm = OcmEventStream()
+
+    def emit(events: Iterable[Event]) -> None:
+        for event in events:
+            if isinstance(event, Repaired):
+                _warn(event.code, event.detail, event.position)
+            for shown in ocm.feed(event):
+                click.echo(json.dumps(shown.to_dict(), ensure_ascii=False))
+
+    return emit
+
+
+def _parse_stream(
+    source: str, as_tokens: bool, parser: StreamParser, emit: Callable[[Iterable[Event]], None] = _emit
+) -> None:
     """Feed ``source`` line by line (text) or id by id (tokens), printing events as they come."""
     decoder = codecs.getincrementaldecoder("utf-8")()
     consumed = 0
@@ -328,19 +357,19 @@ def _parse_stream(source: str, as_tokens: bool, parser: StreamParser) -> None:
                 if as_tokens:
                     for word in _TOKEN_SEP.split(line):
                         if word:
-                            _emit(parser.feed_tokens(_words_to_ids([word], fed)))
+                            emit(parser.feed_tokens(_words_to_ids([word], fed)))
                             fed += 1
                 else:
-                    _emit(parser.feed_text(line))
+                    emit(parser.feed_text(line))
             try:
                 rest = decoder.decode(b"", final=True)
             except UnicodeDecodeError:
                 raise ParseError(f"input is not UTF-8 (byte {consumed})") from None
             if rest and not as_tokens:
-                _emit(parser.feed_text(rest))
-        _emit(parser.close())
+                emit(parser.feed_text(rest))
+        emit(parser.close())
     except OCMError:
-        _emit(parser.events())
+        emit(parser.events())
         raise
 
 

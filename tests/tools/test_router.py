@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from openchatml.core.content import ToolDescription, ToolNamespaceConfig
 from openchatml.core.errors import CallSchemaError
 from openchatml.core.messages import Message, Role
+from openchatml.core.ocm_events import OcmToolCancel
 from openchatml.core.parse import parse_text
 from openchatml.core.render import Profile
 from openchatml.tools import (
@@ -31,7 +32,6 @@ from openchatml.tools import (
     Tool,
     ToolCallDone,
     ToolCallStarted,
-    ToolCancel,
     ToolEvent,
     ToolFailure,
     ToolResult,
@@ -389,7 +389,7 @@ def test_a_call_past_its_deadline_times_out_and_its_task_is_cancelled() -> None:
     assert result.error == ToolFailure("E-TOOL-TIMEOUT", "gate ran past its deadline of 20 ms")
     assert gate.unwound == {"t1"}
     assert gate.cleaned == {"t1": "deadline of 20 ms exceeded"}
-    assert ToolCancel("t1", "deadline of 20 ms exceeded") in events
+    assert OcmToolCancel("t1", "deadline of 20 ms exceeded") in events
     assert router.running == ()
 
 
@@ -428,8 +428,8 @@ def test_cancel_lands_during_a_slow_call() -> None:
     assert slow.error == ToolFailure("E-TOOL-CANCELLED", "gate was cancelled: user pressed stop")
     assert "slow1" in gate.unwound
     assert gate.cleaned == {"slow1": "user pressed stop"}
-    cancels = [e for e in events if isinstance(e, ToolCancel)]
-    assert cancels == [ToolCancel("slow1", "user pressed stop")]
+    cancels = [e for e in events if isinstance(e, OcmToolCancel)]
+    assert cancels == [OcmToolCancel("slow1", "user pressed stop")]
     assert cancels[0].to_dict() == {"type": "tool.cancel", "call_id": "slow1", "reason": "user pressed stop"}
 
 

@@ -30,7 +30,7 @@ from .base import (
     new_call_id,
 )
 from .errors import ToolFailedError, ToolLimitError, ToolNotHostedError
-from .events import ToolCallDone, ToolCallStarted, ToolCancel, ToolEvent
+from .events import ToolCallDone, ToolCallStarted, ToolEvent
 from .reply import plain_reply, read_reply_envelope, reply_envelope, reply_message, reply_text
 from .router import BUILTIN_NAMESPACES, CLIENT_NAMESPACES, CallBudget, Route, ToolRouter
 
@@ -50,7 +50,6 @@ __all__ = [
     "Tool",
     "ToolCallDone",
     "ToolCallStarted",
-    "ToolCancel",
     "ToolEvent",
     "ToolFailedError",
     "ToolFailure",

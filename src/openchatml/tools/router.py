@@ -36,9 +36,10 @@ from ..core.calls import find_tool
 from ..core.content import ToolNamespaceConfig
 from ..core.errors import CallSchemaError, OCMError, ToolCancelledError, ToolTimeoutError
 from ..core.messages import Channel
+from ..core.ocm_events import OcmToolCancel
 from .base import HostedCall, Tool, ToolResult
 from .errors import ToolFailedError, ToolLimitError, ToolNotHostedError
-from .events import ToolCallDone, ToolCallStarted, ToolCancel, ToolEvent
+from .events import ToolCallDone, ToolCallStarted, ToolEvent
 
 logger = logging.getLogger(__name__)
 
@@ -287,7 +288,7 @@ class ToolRouter:
     def _request_stop(self, running: _RunningCall, reason: str) -> None:
         """Mark ``running`` stopped for ``reason``, emit ``tool.cancel`` and wake its supervisor."""
         running.reason = reason
-        self._emit(ToolCancel(running.call.call_id, reason))
+        self._emit(OcmToolCancel(running.call.call_id, reason))
         if not running.stop.done():
             running.stop.set_result(None)
 
