@@ -626,6 +626,42 @@ __all__ = ["main"]
     "(repeatable; default: none).",
 )
 @click.option(
+    "--python/--no-python",
+    "python",
+    default=None,
+    help="The hosted python tool (code_interpreter, gpt-oss only), kernels confined by bubblewrap. "
+    "Default: on where bubblewrap works; --python fails to start (status 2) where it does not.",
+)
+@click.option(
+    "--python-unsafe",
+    is_flag=True,
+    help="Run the python tool's kernels without bubblewrap (trusted use only).",
+)
+@click.option(
+    "--python-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=120.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="How long one python cell may run.",
+)
+@click.option(
+    "--python-max-kernels",
+    type=click.IntRange(min=1),
+    default=16,
+    show_default=True,
+    metavar="N",
+    help="Python kernels running at once (the least recently used idle one makes room).",
+)
+@click.option(
+    "--python-idle-seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=600.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="A python kernel unused this long is stopped (its state lost).",
+)
+@click.option(
     "--log-level",
     type=click.Choice(["debug", "info", "warning", "error"]),
     default="info",
@@ -657,12 +693,18 @@ def serve(
     wire: str,
     default_max_output_tokens: int,
     cors_origins: tuple[str, ...],
+    python: bool | None,
+    python_unsafe: bool,
+    python_timeout: float,
+    python_max_kernels: int,
+    python_idle_seconds: float,
     log_level: str,
 ) -> None:
     """Serve the Open Responses API (/v1/responses: JSON, SSE, WebSocket) over a model."""
     from .server import ServerConfig
     from .server import serve as run_server
     from .server.config import DEFAULT_MODEL, default_home
+    from .server.settings import PythonSettings
 
     if tokenizer and not upstream:
         raise click.UsageError("--tokenizer goes with --upstream (a local model brings its own tokenizer)")
@@ -701,6 +743,13 @@ def serve(
         default_max_output_tokens=default_max_output_tokens or None,
         cors_origins=cors_origins,
         log_level=log_level,
+        python=True if python_unsafe and python is None else python,
+        python_settings=PythonSettings(
+            unsafe=python_unsafe,
+            timeout=python_timeout,
+            max_kernels=python_max_kernels,
+            idle_seconds=python_idle_seconds,
+        ),
     )
     sys.exit(run_server(config))
 

@@ -138,11 +138,30 @@ def test_computer_tools_are_refused_saying_why(kind: str) -> None:
     assert "cannot see the screenshots" in error.message
 
 
-@pytest.mark.parametrize("kind", ["file_search", "mcp", "image_generation", "code_interpreter", "wat"])
+@pytest.mark.parametrize("kind", ["file_search", "mcp", "image_generation", "wat"])
 def test_other_tool_types_stay_unsupported(kind: str) -> None:
     with pytest.raises(RequestError) as caught:
         parse_request(body(tools=[{"type": kind}]))
     assert (caught.value.param, caught.value.code) == ("tools[0].type", "unsupported_tool_type")
+
+
+@pytest.mark.parametrize("container", [None, {"type": "auto"}, "cntr_abc"])
+@pytest.mark.parametrize("choice", ["auto", "required", {"type": "code_interpreter"}])
+def test_the_code_interpreter_is_taken_as_a_hosted_tool(container: Any, choice: Any) -> None:
+    tool: dict[str, Any] = {"type": "code_interpreter"}
+    if container is not None:
+        tool["container"] = container
+    request = parse_request(body(tools=[SHELL, tool], tool_choice=choice))
+    assert request.code_interpreter is not None
+    assert request.hosted_tools == (request.code_interpreter,)
+    assert [t.type for t in request.all_tools][-1] == "openai:code_interpreter"
+
+
+def test_only_one_code_interpreter_is_taken() -> None:
+    tool = {"type": "code_interpreter", "container": {"type": "auto"}}
+    with pytest.raises(RequestError) as caught:
+        parse_request(body(tools=[tool, tool]))
+    assert caught.value.param == "tools[1].type" and "Duplicate tool name" in caught.value.message
 
 
 @pytest.mark.parametrize(

@@ -270,7 +270,8 @@ def test_typed_items_and_their_json() -> None:
             "'function_call', 'function_call_output', 'openai:custom_tool_call', "
             "'openai:custom_tool_call_output', 'openai:local_shell_call', 'openai:local_shell_call_output', "
             "'openai:shell_call', 'openai:shell_call_output', 'openai:apply_patch_call', "
-            "'openai:apply_patch_call_output', 'reasoning', 'compaction', 'item_reference'.",
+            "'openai:apply_patch_call_output', 'openai:code_interpreter_call', 'reasoning', 'compaction', "
+            "'item_reference'.",
         ),
         (
             {"input": [{"role": "user", "content": [{"type": "output_text", "text": "x"}]}]},
@@ -339,8 +340,8 @@ def test_typed_items_and_their_json() -> None:
             "tools[0].type",
             "unsupported_tool_type",
             "Unsupported tool type 'mcp' at 'tools[0]': this server takes 'function', 'custom', "
-            "'namespace', 'local_shell', 'shell', 'apply_patch', 'web_search', 'web_search_2025_08_26', "
-            "'web_search_preview', 'web_search_preview_2025_03_11'.",
+            "'namespace', 'local_shell', 'shell', 'apply_patch', 'code_interpreter', 'web_search', "
+            "'web_search_2025_08_26', 'web_search_preview', 'web_search_preview_2025_03_11'.",
         ),
         (
             {"input": "x", "tool_choice": {"type": "mcp"}},
@@ -348,7 +349,7 @@ def test_typed_items_and_their_json() -> None:
             "invalid_value",
             "Invalid tool_choice type 'mcp' at 'tool_choice': expected one of 'function', 'custom', "
             "'allowed_tools', 'local_shell', 'shell', 'apply_patch', 'web_search', 'web_search_2025_08_26', "
-            "'web_search_preview', 'web_search_preview_2025_03_11'.",
+            "'web_search_preview', 'web_search_preview_2025_03_11', 'code_interpreter'.",
         ),
         (
             {

@@ -133,3 +133,37 @@ def test_a_custom_grammar_gbnf_cannot_carry_is_refused_over_llama_cpp(upstream: 
             max_output_tokens=64,
         )
     assert raised.value.code == "unsupported_custom_tool", raised.value
+
+
+def test_a_forced_code_interpreter_call_comes_in_every_trial(tmp_path: Path) -> None:
+    """``tool_choice: {"type": "code_interpreter"}`` on the random gpt-oss: every trial's
+    first step ends in a python call (its code random text, which the kernel runs or
+    refuses); the response completes or runs out of budget, never fails."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "tools" / "python"))
+    from bwrap_setup import ensure_bwrap
+
+    if ensure_bwrap() is None:
+        pytest.skip("bwrap is not installed and cannot be installed here")
+    python = ["--python", "--python-timeout", "20"]
+    server = CliServer(
+        ["--model", "tiny-random", "--device", "cpu", "--store", "none", *python], tmp_path, timeout=600
+    )
+    try:
+        client = server.client()
+        for seed in range(TRIALS):
+            response = client.responses.create(
+                model="tiny-random",
+                input="What is 6 * 7? Use python.",
+                tools=[{"type": "code_interpreter", "container": {"type": "auto"}}],
+                tool_choice={"type": "code_interpreter"},
+                include=["code_interpreter_call.outputs"],
+                max_output_tokens=BUDGET,
+                extra_body={"seed": seed},
+            )
+            kinds = [item.type for item in response.output]
+            assert response.status in ("completed", "incomplete"), (response.status, response.error)
+            assert "code_interpreter_call" in kinds, kinds
+            first = kinds.index("code_interpreter_call")
+            assert set(kinds[:first]) <= {"reasoning", "message"}, kinds  # thoughts and preambles only
+    finally:
+        server.stop()

@@ -16,8 +16,9 @@ from openchatml.core.messages import Message
 from openchatml.demo_models import tiny_chat, tiny_random
 from openchatml.responses.dialect import TemplateDialect
 from openchatml.responses.limits import DEFAULT_MAX_OUTPUT_TOKENS
+from openchatml.responses.wire.tools import OFFERED_TOOL_TYPES
 from openchatml.server.service import ResponseService
-from openchatml.server.settings import ServiceSettings
+from openchatml.server.settings import PythonSettings, ServiceSettings
 
 ANSWER = completion(Message.assistant("Hello there!", channel="final"))
 
@@ -37,6 +38,8 @@ def test_the_model_object_carries_its_window_output_bound_and_capabilities(serve
         "enforced_decoding": False,
     }
     assert "namespace" in card["tool_types"]["offered"] and "function" in card["tool_types"]["offered"]
+    assert card["tool_types"]["offered"] == list(OFFERED_TOOL_TYPES)  # python is off
+    assert "code_interpreter" not in card["tool_types"]["offered"]
     assert {"web_search", "web_search_preview"} <= set(card["tool_types"]["accepted_not_offered"])
     assert "computer_use_preview" in card["tool_types"]["refused"]
     listed = client.models.list().data
@@ -44,6 +47,13 @@ def test_the_model_object_carries_its_window_output_bound_and_capabilities(serve
     with server.http() as http:
         missing = http.get("/v1/models/other-model")
     assert missing.status_code == 404 and missing.json()["error"]["code"] == "model_not_found"
+
+
+def test_the_code_interpreter_is_offered_where_python_is_on(serve: Any) -> None:
+    server = serve(ScriptedEngine(ANSWER), settings=ServiceSettings(python=PythonSettings(unsafe=True)))
+    card = server.client().models.retrieve("scripted-model").model_dump()
+    assert card["tool_types"]["offered"] == [*OFFERED_TOOL_TYPES, "code_interpreter"]
+    assert "code_interpreter" not in card["tool_types"]["accepted_not_offered"]
 
 
 @pytest.fixture(scope="module")
@@ -59,13 +69,15 @@ def llama_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def test_a_template_model_reports_what_its_template_spells(llama_engine: Any, tmp_path: Path) -> None:
     dialect = TemplateDialect.of_engine(llama_engine)
     assert dialect is not None
-    service = ResponseService(llama_engine, None, dialect=dialect)
+    python_on = ServiceSettings(python=PythonSettings(unsafe=True))  # gpt-oss only: not offered here
+    service = ResponseService(llama_engine, None, dialect=dialect, settings=python_on)
     with LiveServer(service) as server, server.http() as http:
         card = http.get("/v1/models/tiny-chat-llama").json()
     assert card["context_length"] == tiny_chat.CONTEXT_LENGTH == 131072
     assert card["capabilities"]["tools"] is True
     assert card["capabilities"]["reasoning"] is False  # Llama 3.1's template has no thinking
     assert card["capabilities"]["enforced_decoding"] is True
+    assert card["tool_types"]["offered"] == list(OFFERED_TOOL_TYPES)
 
 
 def test_without_max_output_tokens_the_server_default_bounds_sampling(serve: Any) -> None:

@@ -6,7 +6,8 @@ request's grammar.
 by call name (``multi_agent_v1.spawn`` for a tool of a namespace, ``shell`` for the
 client's shell; see :meth:`~.tool_index.ToolIndex.selection`), whether a call must come,
 the JSON Schema of the arguments of each strict function tool and of each tool the client
-runs (closed, as the grammar holds them) and the grammar of each custom tool's input.
+runs (closed, as the grammar holds them) and the grammar of each custom tool's input. A
+call of a tool the server runs (``python``, the code interpreter) takes any text as input.
 :meth:`CallRules.refusal` says why one finished call breaks them (``""``: it does not);
 :meth:`CallRules.unmet` why a finished answer does (a forced call that never came).
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import jsonschema
@@ -31,7 +32,7 @@ from ..engines.guidance import in_language
 from ..templates.grammar.json_schema import close_schema
 from .request import ResponseRequest
 from .tool_index import NO_PARAMETERS, Mode, ToolIndex
-from .wire.tools import JsonObjectFormat, JsonSchemaFormat
+from .wire.tools import AllowedTools, JsonObjectFormat, JsonSchemaFormat
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,8 @@ class CallRules:
     grammars: Mapping[str, tuple[Literal["lark", "regex"], str]] = field(default_factory=dict)
     """Custom tools with a grammar: call name → (syntax, definition)."""
     custom: frozenset[str] = frozenset()
+    hosted: frozenset[str] = frozenset()
+    """The call names of the tools the server runs (``python``): any input."""
     answer_schema: Mapping[str, Any] | None = None
     """The JSON Schema the answer conforms to (``text.format``); ``None``: free text."""
 
@@ -70,7 +73,14 @@ class CallRules:
             for tool in index.tools
             if tool.custom is not None and (grammar := tool.custom.grammar) is not None
         }
-        return cls(mode, frozenset(allowed), schemas, grammars, index.custom_names, answer)
+        hosted = frozenset(index.hosted)
+        return cls(mode, frozenset(allowed), schemas, grammars, index.custom_names, hosted, answer)
+
+    def after_first_step(self, request: ResponseRequest) -> CallRules:
+        """The rules of the steps after the first in gpt-oss's agent loop (after a hosted
+        call): those of :func:`later_steps` ``(request)``."""
+        later = later_steps(request)
+        return self if later is request else CallRules.of(later) or self
 
     def name_refusal(self, name: str) -> str:
         """Why any call of ``name`` breaks the rules (``""``: a call of it may be valid)."""
@@ -85,7 +95,7 @@ class CallRules:
         """Why a finished call of ``name`` with ``payload`` (JSON arguments, or a custom
         tool's raw input) breaks the rules; ``""`` when it does not."""
         refusal = self.name_refusal(name)
-        if refusal:
+        if refusal or name in self.hosted:
             return refusal
         if name in self.custom:
             grammar = self.grammars.get(name)
@@ -129,6 +139,19 @@ class CallRules:
         if self.mode == "required" and calls == 0:
             return "tool_choice requires a call, and the model answered without one"
         return ""
+
+
+def later_steps(request: ResponseRequest) -> ResponseRequest:
+    """``request`` as the steps after the first of gpt-oss's agent loop take it: a call that
+    ``tool_choice`` forces is forced once, so ``required`` and a named tool become ``auto``
+    and ``allowed_tools`` keeps its tools in ``auto``; ``none`` and ``auto`` stay (the very
+    ``request`` is returned)."""
+    choice = request.tool_choice
+    if choice in ("none", "auto") or (isinstance(choice, AllowedTools) and choice.mode != "required"):
+        return request
+    if isinstance(choice, AllowedTools):
+        return replace(request, tool_choice=choice.model_copy(update={"mode": "auto"}))
+    return replace(request, tool_choice="auto")
 
 
 def answer_schema(request: ResponseRequest) -> Mapping[str, Any] | None:

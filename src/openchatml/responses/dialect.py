@@ -16,11 +16,12 @@ chat template, or where its template is Harmony's (gpt-oss); the template otherw
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, Protocol
 
 from ..core.messages import Conversation
-from ..engines.base import Engine, EngineError
+from ..engines.base import Engine, EngineError, SamplingParams
 from ..templates.analysis import analyze
 from ..templates.decoding import TemplateTokenParser
 from ..templates.environment import ChatTemplate
@@ -29,6 +30,7 @@ from ..templates.format import TemplateFormat
 from ..templates.model_tokenizer import ModelTokenizer
 from ..templates.parsing import ParseOptions
 from ..templates.tokenize import prompt_ids
+from .call_rules import later_steps
 from .custom_tools import with_input_arguments
 from .errors import RequestError
 from .grammar import ModelFormat, response_grammar
@@ -197,6 +199,18 @@ def constrained(prepared: Prepared, request: ResponseRequest, model: ModelFormat
     if grammar is None:
         return prepared
     return replace(prepared, params=replace(prepared.params, grammar=grammar))
+
+
+def step_params(prepared: Prepared, request: ResponseRequest) -> Callable[[int], SamplingParams]:
+    """The sampling settings of each step of gpt-oss's agent loop: the first step's under
+    the request's grammar (``prepared.params``), the later ones' under the grammar of
+    :func:`~.call_rules.later_steps` (a forced call is forced once), compiled once here."""
+    later_request = later_steps(request)
+    if later_request is request:
+        return lambda step: prepared.params
+    unconstrained = replace(prepared, params=replace(prepared.params, grammar=None))
+    later = constrained(unconstrained, later_request, ModelFormat()).params
+    return lambda step: prepared.params if step == 0 else later
 
 
 def _tools_json(request: ResponseRequest) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """The grammar a response is sampled under: what its request allows, as the engines take it.
 
 :func:`response_grammar` turns a checked request — its function tools (strict or not), its
-``tool_choice``, its ``text.format`` — and the model's output format (Harmony, or a chat
+``tool_choice``, its ``text.format``, its code interpreter (gpt-oss's built-in ``python``)
+— and the model's output format (Harmony, or a chat
 template's analysed format) into a :class:`~..templates.grammar.ToolGrammar`, compiled once
 (:func:`~..engines.guidance.check_grammar`) to refuse, before any generation, what the grammar engine
 cannot take: each refusal a :class:`~.errors.RequestError` naming the ``param`` at fault
@@ -27,7 +28,7 @@ from ..templates.format import TemplateFormat, ToolSyntax
 from ..templates.grammar import ToolGrammar, harmony_tool_call_grammar, tool_call_grammar
 from ..templates.grammar.custom_grammar import custom_grammar_problem
 from ..templates.grammar.json_schema import close_schema
-from ..templates.grammar.tool_choice import FreeformTool
+from ..templates.grammar.tool_choice import BuiltinTool, FreeformTool
 from .call_rules import answer_schema
 from .errors import RequestError
 from .request import ResponseRequest
@@ -86,10 +87,12 @@ def response_grammar(
     freeform = tuple(
         _freeform(tool.call_name, tool.custom) for tool in index.tools if tool.custom is not None
     )
+    builtin = tuple(map(BuiltinTool, index.hosted)) if template is None else ()
     grammar = _built(
         model,
         json.dumps(tools, sort_keys=True),
         freeform,
+        builtin,
         json.dumps(choice, sort_keys=True),
         None if answer is None else json.dumps(answer, sort_keys=True),
         request.parallel_tool_calls,
@@ -118,6 +121,8 @@ def _choice(request: ResponseRequest, index: ToolIndex) -> Any:
         return {"type": "allowed_tools", "mode": mode, "tools": [{"name": name} for name in names]}
     (name,) = names
     tool = index.get(name)
+    if name in index.hosted:
+        return {"type": "builtin", "name": name}
     kind = "custom" if tool is not None and tool.custom is not None else "function"
     return {"type": kind, "name": name}
 
@@ -155,6 +160,7 @@ def _built(
     model: ModelFormat,
     tools: str,
     freeform: tuple[FreeformTool, ...],
+    builtin: tuple[BuiltinTool, ...],
     choice: str,
     answer: str | None,
     parallel: bool,
@@ -174,6 +180,7 @@ def _built(
                 tool_list,
                 tool_choice=tool_choice,
                 freeform=freeform,
+                builtin=builtin,
                 answer_schema=answer_schema,
                 reasoning_tokens=bound,
             )

@@ -49,12 +49,14 @@ from ..core.content import (
 )
 from ..core.interchange import InterchangeError, message_from_json
 from ..core.messages import Conversation, Intent, Message, Role
+from ..tools.python import DEFAULT_TIMEOUT, python_namespace
 from . import ids
 from .client_tools import call_message, output_call_id, output_text, recipient_of
 from .crypto import Sealer
 from .custom_tools import FUNCTIONS, custom_call, is_custom_call
 from .errors import RequestError
 from .request import ResponseRequest
+from .request_tools import PYTHON
 from .tool_index import ToolIndex
 from .tool_prompt import harmony_namespaces
 from .wire.content import InputFile, InputPart, InputText, OutputPart, OutputText, ReasoningText
@@ -62,6 +64,8 @@ from .wire.items import (
     AssistantMessage,
     ClientCall,
     ClientCallOutput,
+    CodeInterpreterCall,
+    CodeLogs,
     CompactionItem,
     CustomToolCall,
     CustomToolCallOutput,
@@ -77,6 +81,9 @@ from .wire.items import (
     UserMessage,
 )
 from .wire.tools import JsonSchemaFormat
+
+NO_OUTPUTS: Final = "(the output of this call was not kept)"
+"""The reply to a stored code interpreter call without ``outputs``."""
 
 REASONING_KIND: Final = "reasoning"
 COMPACTION_KIND: Final = "compaction"
@@ -102,6 +109,8 @@ class PromptSettings:
     knowledge_cutoff: str | None = "2024-06"
     reasoning_effort: ReasoningEffort = ReasoningEffort.MEDIUM
     current_date: str | None = None
+    python_timeout: float = DEFAULT_TIMEOUT
+    """How long a cell of the hosted ``python`` tool may run, as its description says."""
 
 
 def function_name(recipient: str) -> str:
@@ -133,16 +142,33 @@ def harmony_effort(effort: str | None, default: ReasoningEffort) -> ReasoningEff
 
 
 def system_message(request: ResponseRequest, settings: PromptSettings) -> Message:
-    """The system message: identity, knowledge cutoff, date and reasoning effort."""
+    """The system message: identity, knowledge cutoff, date, reasoning effort, and the
+    built-in ``python`` tool (the text gpt-oss was trained on, with the server's timeout)
+    when the request offers the code interpreter and ``tool_choice`` lets the model call it."""
     date = settings.current_date or _dt.datetime.now(_dt.UTC).date().isoformat()
+    python = PYTHON in ToolIndex.of(request).selection(request.tool_choice)[1]
     return Message.system(
         SystemContent(
             model_identity=settings.model_identity,
             reasoning_effort=harmony_effort(request.reasoning_effort, settings.reasoning_effort),
             conversation_start_date=date,
             knowledge_cutoff=settings.knowledge_cutoff,
+            tools={PYTHON: python_namespace(settings.python_timeout)} if python else None,
         )
     )
+
+
+def code_call_messages(item: CodeInterpreterCall) -> list[Message]:
+    """The model's ``python`` call of ``item`` (on ``analysis``) and the tool's reply: the
+    logs of its ``outputs`` (a call stored without them replies that none were kept)."""
+    call = Message.tool_call(
+        PYTHON, item.code or "", channel="analysis", content_type="code", constrained=False
+    )
+    if item.outputs is None:
+        text = NO_OUTPUTS
+    else:
+        text = "".join(output.logs for output in item.outputs if isinstance(output, CodeLogs))
+    return [call, Message.tool_result(PYTHON, text, channel="analysis")]
 
 
 def developer_message(request: ResponseRequest) -> Message | None:
@@ -279,6 +305,8 @@ def _item_to_messages(
         return [custom_call(item.name, item.input, item.call_id, item.namespace)]
     if isinstance(item, ClientCall):
         return [call_message(item)]
+    if isinstance(item, CodeInterpreterCall):
+        return code_call_messages(item)
     if isinstance(item, FunctionCallOutput | CustomToolCallOutput | ClientCallOutput):
         return [_output_message(item, param, recipients)]
     if isinstance(item, ReasoningItem):

@@ -4,7 +4,8 @@
 a single delta (an ``output_text`` delta carrying all of the part's ``logprobs``):
 ``response.created``, ``response.in_progress``, every item's lifecycle (a reasoning
 item's summary parts after its content, a ``shell`` call's commands one by one; a
-``local_shell`` or ``apply_patch`` call has none but its ``added`` and ``done``), then the
+``local_shell`` or ``apply_patch`` call has none but its ``added`` and ``done``; a code
+interpreter call its code, ``interpreting`` and ``completed``), then the
 terminal event. ``starting_after``
 drops events up to that sequence number, so a client can resume. ``replay_events``
 does the same from a stored snapshot's JSON and gives the events' JSON.
@@ -18,6 +19,11 @@ from typing import Any, Final
 from .wire.content import OutputText, ReasoningText, Refusal
 from .wire.dialects import DEFAULT_DIALECT, WireDialect
 from .wire.events import (
+    CodeInterpreterCallCodeDelta,
+    CodeInterpreterCallCodeDone,
+    CodeInterpreterCallCompleted,
+    CodeInterpreterCallInProgress,
+    CodeInterpreterCallInterpreting,
     ContentPartAdded,
     ContentPartDone,
     CustomToolCallInputDelta,
@@ -51,6 +57,7 @@ from .wire.events import (
 from .wire.items import (
     ApplyPatchCall,
     AssistantMessage,
+    CodeInterpreterCall,
     CustomToolCall,
     FunctionCall,
     LocalShellCall,
@@ -108,6 +115,20 @@ def _reasoning_events(seq: _Numbering, index: int, item: ReasoningItem) -> Itera
         yield ReasoningSummaryPartDone(seq(), item.id, index, s, part)
 
 
+def _code_events(seq: _Numbering, index: int, item: CodeInterpreterCall) -> Iterator[StreamEvent]:
+    """A code interpreter call's events up to its ``output_item.done``, its code in one delta."""
+    code = item.code or ""
+    yield OutputItemAdded(
+        seq(), index, item.model_copy(update={"status": "in_progress", "code": "", "outputs": None})
+    )
+    yield CodeInterpreterCallInProgress(seq(), index, item.id)
+    if code:
+        yield CodeInterpreterCallCodeDelta(seq(), index, item.id, code)
+    yield CodeInterpreterCallCodeDone(seq(), index, item.id, code)
+    yield CodeInterpreterCallInterpreting(seq(), index, item.id)
+    yield CodeInterpreterCallCompleted(seq(), index, item.id)
+
+
 def _item_events(seq: _Numbering, index: int, item: OutputItem) -> Iterator[StreamEvent]:
     if isinstance(item, FunctionCall):
         yield OutputItemAdded(
@@ -132,6 +153,8 @@ def _item_events(seq: _Numbering, index: int, item: OutputItem) -> Iterator[Stre
             yield ShellCallCommandAdded(seq(), index, c, "")
             yield ShellCallCommandDelta(seq(), index, c, command)
             yield ShellCallCommandDone(seq(), index, c, command)
+    elif isinstance(item, CodeInterpreterCall):
+        yield from _code_events(seq, index, item)
     elif isinstance(item, LocalShellCall | ApplyPatchCall):
         yield OutputItemAdded(seq(), index, item.model_copy(update={"status": "in_progress"}))
     else:

@@ -32,14 +32,15 @@ from .wire.items import InputItem, ItemReference, UserMessage
 from .wire.request import CreateResponseBody, ignored_parameters
 from .wire.tools import (
     ClientTool,
+    CodeInterpreterTool,
     CustomTool,
     FunctionTool,
+    HostedTool,
     NamespaceTool,
     PlainText,
     TextFormat,
     Tool,
     ToolChoice,
-    WebSearchTool,
 )
 from .wire.validation import request_error, type_name
 
@@ -68,7 +69,7 @@ class ResponseRequest:
     custom_tools: tuple[CustomTool, ...] = ()
     namespaces: tuple[NamespaceTool, ...] = ()
     client_tools: tuple[ClientTool, ...] = ()
-    hosted_tools: tuple[WebSearchTool, ...] = ()
+    hosted_tools: tuple[HostedTool, ...] = ()
     tool_choice: ToolChoice = "auto"
     parallel_tool_calls: bool = True
     text_format: TextFormat = field(default_factory=PlainText)
@@ -107,6 +108,16 @@ class ResponseRequest:
     def all_tools(self) -> tuple[Tool, ...]:
         """Every tool of the request, by kind (as a response echoes them)."""
         return (*self.tools, *self.custom_tools, *self.namespaces, *self.client_tools, *self.hosted_tools)
+
+    @property
+    def code_interpreter(self) -> CodeInterpreterTool | None:
+        """The request's code interpreter tool (gpt-oss's ``python``), if it has one."""
+        return next((t for t in self.hosted_tools if isinstance(t, CodeInterpreterTool)), None)
+
+    @property
+    def wants_code_outputs(self) -> bool:
+        """Whether ``include`` asks for ``code_interpreter_call.outputs``."""
+        return "code_interpreter_call.outputs" in self.include
 
     @property
     def wants_encrypted_reasoning(self) -> bool:

@@ -12,8 +12,9 @@ and refuses, with a :class:`~.errors.RequestError` naming the ``param``:
 * a ``tool_choice`` naming a tool (or, in ``allowed_tools``, a namespace or a tool type)
   that ``tools`` does not hold, and ``required`` with nothing the model can call.
 
-Web search tools are accepted and kept (``hosted``), never offered: a choice of one leaves
-the model nothing to call.
+The code interpreter and web search tools are kept as ``hosted``: the server runs the
+first (gpt-oss's ``python``), the others are never offered (a choice of one leaves the
+model nothing to call). Only one code interpreter may be given.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from .errors import RequestError
 from .wire.dialects import WireDialect, wire_type
 from .wire.tools import (
     CLIENT_TOOLS,
+    CODE_INTERPRETER,
     CUSTOM,
     NAMESPACE,
     WEB_SEARCH,
@@ -36,10 +38,12 @@ from .wire.tools import (
     AllowedTools,
     ApplyPatchTool,
     ClientTool,
+    CodeInterpreterTool,
     CustomChoice,
     CustomTool,
     FunctionChoice,
     FunctionTool,
+    HostedTool,
     LocalShellTool,
     NamespaceTool,
     ShellTool,
@@ -61,8 +65,12 @@ class RequestTools:
     customs: tuple[CustomTool, ...] = ()
     namespaces: tuple[NamespaceTool, ...] = ()
     clients: tuple[ClientTool, ...] = ()
-    hosted: tuple[WebSearchTool, ...] = ()
+    hosted: tuple[HostedTool, ...] = ()
     choice: ToolChoice = "auto"
+
+
+PYTHON: Final = "python"
+"""The call name of the code interpreter: gpt-oss's built-in tool, its Harmony recipient."""
 
 
 def call_name(name: str, namespace: str | None = None) -> str:
@@ -88,7 +96,7 @@ def settle_tools(tools: Sequence[Tool], choice: ToolChoice | None) -> RequestToo
         customs=tuple(t for t in tools if isinstance(t, CustomTool)),
         namespaces=tuple(t for t in tools if isinstance(t, NamespaceTool)),
         clients=tuple(t for t in tools if isinstance(t, LocalShellTool | ShellTool | ApplyPatchTool)),
-        hosted=tuple(t for t in tools if isinstance(t, WebSearchTool)),
+        hosted=tuple(t for t in tools if isinstance(t, WebSearchTool | CodeInterpreterTool)),
     )
     return replace(settled, choice=_checked_choice(choice, settled))
 
@@ -121,6 +129,8 @@ def _check_names(tools: Sequence[Tool]) -> None:
             ]
         elif isinstance(tool, LocalShellTool | ShellTool | ApplyPatchTool):
             entries = [(CLIENT_FUNCTIONS[tool.type].name, f"{where}.type")]
+        elif isinstance(tool, CodeInterpreterTool):
+            entries = [(PYTHON, f"{where}.type")]
         else:
             continue
         for name, param in entries:
@@ -164,7 +174,7 @@ def _customs(tools: RequestTools) -> set[str]:
     return names
 
 
-def _types(tools: Iterable[ClientTool | WebSearchTool]) -> set[str]:
+def _types(tools: Iterable[ClientTool | HostedTool]) -> set[str]:
     return {tool.type for tool in tools}
 
 
@@ -237,6 +247,6 @@ def _allowed_problem(
         return "" if name in names else f"Allowed tool {name!r} is not {noun} in 'tools'."
     if kind == NAMESPACE:
         return "" if entry.name in spaces else f"Allowed namespace {entry.name!r} is not in 'tools'."
-    if kind in (*CLIENT_TOOLS, *WEB_SEARCH):
+    if kind in (*CLIENT_TOOLS, *WEB_SEARCH, CODE_INTERPRETER):
         return "" if kind in types else f"Allowed tool type {_spelled(kind)!r} is not in 'tools'."
     return f"Allowed tool type {_spelled(kind)!r} is not one this server takes."

@@ -6,8 +6,10 @@ returns them as a :class:`Prepared`, the prompt's ids and, where the renderer wr
 its text. The engine is asked for log probabilities only when ``include`` holds
 ``message.output_text.logprobs`` (as OpenAI and vLLM do), with ``top_logprobs``
 alternatives per token. ``run_events(...)`` drives the engine and yields every
-streaming event, the terminal one included. Leaving the iteration early (client gone,
-cancel) closes the engine's stream, which stops generation.
+streaming event, the terminal one included; ``run_loop_events(...)`` does so through the
+agent loop, which runs the hosted calls (gpt-oss's ``python``) between steps. Leaving
+the iteration early (client gone, cancel) closes the engine's stream, which stops
+generation.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..core.messages import Conversation, Role
 from ..core.render import CoTPolicy, Profile, RenderConfig, Renderer
 from ..core.tokens import CALL_ID, RETURN_ID
 from ..engines.base import Chunk, Engine, EngineError, SamplingParams
+from .agent_loop import AgentLoop, HostedCallStarted, Sampled, StepEnd, StepEnded
 from .errors import RequestError
 from .request import ResponseRequest
 from .stream import EventBuilder
@@ -204,6 +207,48 @@ async def run_events(
         error = ErrorPayload(type="model_error", code="model_error", message=str(exc))
     finally:
         await _close(generation)
+    for event in stream.finish(reason, error=error):
+        yield event
+
+
+async def run_loop_events(
+    loop: AgentLoop,
+    prepared: Prepared,
+    stream: EventBuilder,
+    *,
+    params_for: Callable[[int], SamplingParams] | None = None,
+) -> AsyncIterator[StreamEvent]:
+    """Every event of a response whose hosted calls ``loop`` runs (gpt-oss's ``python``):
+    ``stream.begin()``, each step's sampled ids, each python call's run (its item
+    ``interpreting``, then ``completed`` with its outputs), the next step's ids in the same
+    response, then the terminal one. ``params_for(step)``: a step's sampling settings (see
+    :meth:`~.agent_loop.AgentLoop.run`). Usage counts the ids of every step as output; the
+    input tokens are the first prompt's. An :class:`EngineError` ends the response
+    ``failed``; cancelling the iterating task stops the engine and the running call."""
+    for event in stream.begin():
+        yield event
+    reason = "length"
+    error: ErrorPayload | None = None
+    try:
+        async with contextlib.aclosing(
+            loop.run(prepared.prompt, prepared.params, params_for=params_for)
+        ) as steps:
+            async for step in steps:
+                if isinstance(step, Sampled):
+                    for event in stream.feed(step.chunk.ids, step.chunk.logprobs):
+                        yield event
+                elif isinstance(step, StepEnded):
+                    reason = "length" if step.reason is StepEnd.LENGTH else "stop"
+                elif isinstance(step, HostedCallStarted):
+                    for event in stream.code_running():
+                        yield event
+                else:
+                    for event in stream.code_finished(step.result):
+                        yield event
+                    stream.next_step()
+    except EngineError as exc:
+        reason = "error"
+        error = ErrorPayload(type="model_error", code="model_error", message=str(exc))
     for event in stream.finish(reason, error=error):
         yield event
 

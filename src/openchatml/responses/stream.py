@@ -7,7 +7,8 @@ Theory of operation. An :class:`EventBuilder` owns a lenient
 closes whatever is open and gives the terminal event. Events are the typed
 :mod:`~.wire.events`; every one has a ``sequence_number``, from 0, strictly increasing.
 
-Each message the model writes becomes one output item, by its header:
+Each message the model writes becomes one output item, by its header
+(:mod:`.output_items`):
 
 ============================================  =========================================
 header                                        item
@@ -16,6 +17,7 @@ header                                        item
 ``to=functions.NAME``, a client's tool        ``shell_call`` … (:mod:`.client_calls`)
 ``to=functions.NAME`` (any other recipient)   ``function_call`` (fresh ``call_id``)
 ``to=NAMESPACE.NAME``                         as above, with ``namespace`` (:mod:`.tool_index`)
+``to=python``, the code interpreter offered   ``code_interpreter_call`` (:mod:`.code_calls`)
 ``final`` channel, or none                    ``message``, ``phase: final_answer``
 ``commentary`` channel                        ``message``, ``phase: commentary``
 ``analysis`` or any other channel             ``reasoning`` (content ``reasoning_text``)
@@ -42,7 +44,7 @@ of the message's. Only ordinary ids of a message body count: header and control 
 reasoning or function-call text, have none. ``token`` is the token's text (its bytes
 decoded with replacement), ``bytes`` its exact bytes, ``top_logprobs`` the
 ``top_logprobs`` most likely tokens; a log probability below -9999 (or not finite) is
-reported as -9999, as vLLM does.
+reported as -9999, as vLLM does (:mod:`.logprobs`).
 """
 
 from __future__ import annotations
@@ -57,16 +59,19 @@ from ..core.messages import Message, Role
 from ..core.parse import StreamParser
 from ..core.tokens import FIRST_SPECIAL_ID
 from ..engines.base import TokenLogprob
-from . import ids
+from ..tools.base import ToolResult
 from .call_rules import CallRules
 from .client_calls import ClientCallWriter
-from .client_tools import ClientCallKind, opened_call
+from .code_calls import CodeCalls, CodeCallWriter
 from .crypto import Sealer
 from .custom_tools import InputArgument
-from .input import REASONING_KIND, function_name
+from .input import REASONING_KIND
+from .logprobs import table_bytes, wire_logprobs
+from .output_items import ItemKind, item_kind, new_item
+from .request_tools import PYTHON
 from .resource import ResponseState, Usage
-from .tool_index import ToolIndex, item_call_name, split_call_name
-from .wire.content import LogProb, OutputText, ReasoningText, SummaryText, TopLogProb
+from .tool_index import ToolIndex, item_call_name
+from .wire.content import LogProb, OutputText, ReasoningText, SummaryText
 from .wire.events import (
     ContentPartAdded,
     ContentPartDone,
@@ -101,15 +106,11 @@ from .wire.items import (
     FunctionCall,
     ItemStatus,
     OutputItem,
-    Phase,
-    ReasoningItem,
 )
 from .wire.resource import ErrorPayload, ResponseError
 
-_LOWEST_LOGPROB: Final = -9999.0
 _FAILURE: Final = ErrorPayload(type="server_error", code="server_error", message="generation failed")
 
-ItemKind = Literal["message", "reasoning", "function_call", "custom_tool_call"] | ClientCallKind
 CustomInput = Literal["raw", "argument"]
 """How a custom tool's call carries its input: the call's raw body (Harmony), or the
 ``input`` argument of JSON arguments (a chat-template model)."""
@@ -151,6 +152,7 @@ class _Open:
     logprobs: list[LogProb] = field(default_factory=list)
     reader: InputArgument | None = None
     client: ClientCallWriter | None = None
+    code: CodeCallWriter | None = None
     held: bool = False
     """A call whose events wait until it is complete and checked (see ``rules``)."""
 
@@ -162,39 +164,6 @@ class _ScoredText:
     index: int
     parts: list[str]
     scores: list[TokenLogprob]
-
-
-def item_kind(header: Header | Message, tools: ToolIndex | None = None) -> ItemKind | None:
-    """``message``, ``reasoning``, a call's kind (by the tool of ``tools`` it calls:
-    ``function_call`` for any other) or ``None`` (not an output item)."""
-    if header.author.role is not Role.ASSISTANT:
-        return None
-    if header.recipient not in (None, "all"):
-        return tools.kind_of(str(header.recipient)) if tools is not None else "function_call"
-    if header.channel in (None, "final", "commentary"):
-        return "message"
-    return "reasoning"
-
-
-def new_item(kind: ItemKind, header: Header, tools: ToolIndex | None = None) -> OutputItem:
-    """The item a message of ``kind`` with ``header`` opens (``in_progress``, empty; a
-    call's name and namespace those of the tool of ``tools`` it calls)."""
-    client = opened_call(kind, ids.call_id())
-    if client is not None:
-        return client
-    name, space = split_call_name(function_name(str(header.recipient)), tools or ToolIndex())
-    if kind == "function_call":
-        return FunctionCall(
-            call_id=ids.call_id(), name=name, namespace=space, arguments="", status="in_progress"
-        )
-    if kind == "custom_tool_call":
-        return CustomToolCall(
-            call_id=ids.call_id(), name=name, namespace=space, input="", status="in_progress"
-        )
-    if kind == "message":
-        phase: Phase = "commentary" if header.channel == "commentary" else "final_answer"
-        return AssistantMessage(status="in_progress", content=(), phase=phase)
-    return ReasoningItem(status="in_progress", summary=(), content=())
 
 
 class EventBuilder:
@@ -231,6 +200,7 @@ class EventBuilder:
         custom_input: CustomInput | None = None,
         rules: CallRules | None = None,
         hold_calls: bool = False,
+        container: str = "",
     ) -> None:
         self.state = state
         self._parser: TokenParser = parser or StreamParser(
@@ -261,6 +231,12 @@ class EventBuilder:
         self._hold_calls = hold_calls and rules is not None
         self._calls = 0  # calls that reached the output
         self._violation = ""  # why the model broke the rules, once it did
+        self.code_calls = CodeCalls(
+            state.output,
+            container,
+            offered=request.code_interpreter is not None,
+            outputs=request.wants_code_outputs,
+        )
         self.finished = False
 
     # --- events -----------------------------------------------------------------------
@@ -393,6 +369,14 @@ class EventBuilder:
 
     def _start(self, header: Header) -> list[StreamEvent]:
         out = self._close("incomplete") if self._open is not None else []
+        if self.code_calls.calls_python(header):
+            refusal = self._rules.name_refusal(PYTHON) if self._rules is not None else ""
+            self._violation = self._violation or refusal
+            if refusal:  # a call the request does not allow: nothing of it is shown
+                return out
+            writer, events = self.code_calls.open(self._next)
+            self._open = _Open(writer.index, "code_interpreter_call", writer.item.id, code=writer)
+            return out + events
         kind = item_kind(header, self._tools)
         if kind is None:
             return out
@@ -440,6 +424,8 @@ class EventBuilder:
             return []
         current.parts.append(text)
         kind = current.kind
+        if current.code is not None:
+            return current.code.delta(text, self._next)
         if current.client is not None:
             return current.client.delta(text, self._next)
         if kind == "message":
@@ -470,6 +456,9 @@ class EventBuilder:
         out: list[StreamEvent] = []
         if current.client is not None:
             return self._close_client(current.client, text, status)
+        if current.code is not None:
+            self._calls += status == "completed"
+            return self.code_calls.close(current.code, text, status == "completed", self._next)
         if isinstance(item, FunctionCall | CustomToolCall):
             return self._close_call(current, item, text, status)
         elif isinstance(item, AssistantMessage):
@@ -555,6 +544,32 @@ class EventBuilder:
             return self._rules.refusal(name, payload)
         return self._rules.name_refusal(name)
 
+    # --- hosted python calls ---------------------------------------------------------
+
+    def code_running(self) -> list[StreamEvent]:
+        """The python call just written starts running: ``interpreting``."""
+        return self.code_calls.running(self._next)
+
+    def code_finished(self, result: ToolResult) -> list[StreamEvent]:
+        """The python call ran and gave ``result``: its last events (see :mod:`.code_calls`)."""
+        return self.code_calls.finished(result, self._next)
+
+    def next_step(self) -> None:
+        """The model writes again after a tool's reply: the ids fed next begin a new
+        assistant message (after ``<|start|>assistant``), under the rules of the steps after
+        the first (a forced call is forced once)."""
+        if self._rules is not None:
+            self._rules = self._rules.after_first_step(self.state.request)
+        self._parser = StreamParser(
+            Role.ASSISTANT,
+            strict=False,
+            check_constraints=False,
+            allow_truncated=True,
+            encoding=self._encoding,
+        )
+        self._done_messages = 0
+        self._in_message = 0
+
     # --- reasoning summaries ----------------------------------------------------------
 
     @property
@@ -621,6 +636,7 @@ class EventBuilder:
             self._pair(closing, events)
         out = early + self._translate(events)
         out += self._close("completed" if reason == "stop" else "incomplete")
+        out += self.code_calls.abandoned(self._next)  # a python call the loop did not run
         code, broken = "invalid_tool_call", self._violation
         if not broken and reason == "stop" and self._rules is not None:
             broken = self._rules.unmet(self._calls)
@@ -652,36 +668,11 @@ class EventBuilder:
 
     def _logprobs(self, scores: Iterable[TokenLogprob]) -> tuple[LogProb, ...]:
         """``LogProb`` s for ``scores``, each with ``top_logprobs`` alternatives."""
-        table: Sequence[bytes] | Vocabulary
         if self._vocabulary is not None:
-            table = self._vocabulary
-        else:
-            if self._encoding is None:
-                self._encoding = load_encoding()
-            table = self._encoding.token_bytes
-        top = self._top or 0
-        return tuple(
-            LogProb(
-                *_token(table, score.id, score.logprob),
-                tuple(TopLogProb(*_token(table, t, lp)) for t, lp in score.top[:top]),
-            )
-            for score in scores
-        )
+            return wire_logprobs(self._vocabulary.token_bytes, scores, self._top or 0)
+        if self._encoding is None:
+            self._encoding = load_encoding()
+        return wire_logprobs(table_bytes(self._encoding.token_bytes), scores, self._top or 0)
 
 
-def _token(
-    table: Sequence[bytes] | Vocabulary, token: int, logprob: float
-) -> tuple[str, float, tuple[int, ...]]:
-    """``(token, logprob, bytes)`` of one id (an id outside ``table`` has no bytes)."""
-    if isinstance(table, Sequence):
-        raw = table[token] if 0 <= token < len(table) else b""
-    else:
-        raw = table.token_bytes(token)
-    return (
-        raw.decode("utf-8", "replace"),
-        logprob if logprob >= _LOWEST_LOGPROB else _LOWEST_LOGPROB,
-        tuple(raw),
-    )
-
-
-__all__ = ["EventBuilder", "item_kind", "new_item"]
+__all__ = ["EventBuilder"]

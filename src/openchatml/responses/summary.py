@@ -26,8 +26,9 @@ from ..engines.base import Engine, EngineError
 from .dialect import Dialect
 from .errors import RequestError
 from .input import PromptSettings, build_conversation
+from .output_items import item_kind
 from .request import ResponseRequest
-from .stream import TokenParser, item_kind
+from .stream import TokenParser
 from .wire.content import InputText
 from .wire.items import UserMessage
 

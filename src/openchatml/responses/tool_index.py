@@ -4,7 +4,9 @@ Every tool the model may call has one *call name* (:func:`~.request_tools.call_n
 
 * a function or custom tool of the request's top level: its name (``get_weather``);
 * a tool of a namespace: ``NAMESPACE.NAME`` (``multi_agent_v1.spawn``);
-* a tool the client runs: ``local_shell``, ``shell`` or ``apply_patch``.
+* a tool the client runs: ``local_shell``, ``shell`` or ``apply_patch``;
+* the code interpreter, which the server runs (``hosted``): ``python``, gpt-oss's built-in
+  tool (described by the system message, never among ``tools``).
 
 gpt-oss addresses a call to ``functions.NAME`` for a top-level name and to
 ``NAMESPACE.NAME`` for a namespaced one (Harmony's own namespaces, see
@@ -26,9 +28,10 @@ from typing import Any, Final, Literal
 from .client_tools import CLIENT_FUNCTIONS, ClientCallKind, function_of
 from .custom_tools import FUNCTIONS
 from .request import ResponseRequest
-from .request_tools import call_name
+from .request_tools import PYTHON, call_name
 from .wire.items import CustomToolCall, FunctionCall, ToolCall
 from .wire.tools import (
+    CODE_INTERPRETER,
     NAMESPACE,
     AllowedTool,
     AllowedTools,
@@ -86,11 +89,13 @@ def _custom(tool: CustomTool, namespace: str | None = None) -> OfferedTool:
 class ToolIndex:
     """The tools a request offers, in order (top-level functions, custom tools,
     namespaces' tools, the client's tools), by call name; ``namespaces``: name →
-    description; ``client_names``: tool ``type`` → call name of the client's tools."""
+    description; ``client_names``: tool ``type`` → call name of the client's tools;
+    ``hosted``: the call names of the tools the server runs (``python``)."""
 
     tools: tuple[OfferedTool, ...] = ()
     namespaces: Mapping[str, str] = field(default_factory=dict)
     client_names: Mapping[str, str] = field(default_factory=dict)
+    hosted: tuple[str, ...] = ()
     _by_name: Mapping[str, OfferedTool] = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -118,11 +123,12 @@ class ToolIndex:
             )
         offered = tuple(tools)
         spaces = {space.name: space.description for space in request.namespaces}
-        return cls(offered, spaces, clients, {t.call_name: t for t in offered})
+        hosted = (PYTHON,) if request.code_interpreter is not None else ()
+        return cls(offered, spaces, clients, hosted, {t.call_name: t for t in offered})
 
     def __bool__(self) -> bool:
-        """Whether any tool is offered."""
-        return bool(self.tools)
+        """Whether any tool is offered (a hosted one included)."""
+        return bool(self.tools or self.hosted)
 
     @property
     def custom_names(self) -> frozenset[str]:
@@ -150,7 +156,11 @@ class ToolIndex:
         if isinstance(choice, FunctionChoice | CustomChoice):
             return "required", (call_name(choice.name, choice.namespace),)
         if isinstance(choice, ToolTypeChoice):
-            name = self.client_names.get(choice.type)
+            name = (
+                PYTHON
+                if choice.type == CODE_INTERPRETER and self.hosted
+                else self.client_names.get(choice.type)
+            )
             return ("required", (name,)) if name is not None else ("none", ())
         if isinstance(choice, AllowedTools):
             allowed = tuple(dict.fromkeys(n for entry in choice.tools for n in self._entry_names(entry)))
@@ -159,13 +169,16 @@ class ToolIndex:
             return ("required" if choice.mode == "required" else "auto"), allowed
         if choice == "none":
             return "none", ()
-        return ("required" if choice == "required" else "auto"), tuple(t.call_name for t in self.tools)
+        calls = (*(t.call_name for t in self.tools), *self.hosted)
+        return ("required" if choice == "required" else "auto"), calls
 
     def _entry_names(self, entry: AllowedTool) -> Iterable[str]:
         """The call names an entry of ``allowed_tools`` allows."""
         kind = entry.type or "function"
         if kind == NAMESPACE:
             return [t.call_name for t in self.tools if t.namespace == entry.name]
+        if kind == CODE_INTERPRETER:
+            return [PYTHON] if self.hosted else []
         if kind in CLIENT_FUNCTIONS:
             name = self.client_names.get(kind)
             return [name] if name is not None else []

@@ -19,13 +19,14 @@ from ..engines.base import EngineError
 from ..responses.crypto import Sealer
 from ..responses.dialect import TemplateDialect
 from ..responses.input import PromptSettings
+from ..tools.python import Sandbox, SandboxUnavailableError
 from .admission import Admission
 from .app import create_app
 from .auth import KeyChecker
 from .config import ConfigError, ServerConfig, open_engine, open_store, sealing_key
 from .limits import Limits
 from .service import ResponseService
-from .settings import ServiceSettings
+from .settings import PythonSettings, ServiceSettings
 
 __all__ = ["ConfigError", "ServerConfig", "build", "serve"]
 
@@ -33,6 +34,7 @@ __all__ = ["ConfigError", "ServerConfig", "build", "serve"]
 async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda line: None) -> FastAPI:
     """The app for ``config``: engine loaded, store opened (responses that stopped servers
     left unfinished marked failed, expired ones evicted). Raises :class:`ConfigError`."""
+    python = python_settings(config, say)
     say(f"loading model {config.model if not config.upstream else config.upstream} …")
     engine = await open_engine(config, say)
     store = open_store(config)
@@ -62,6 +64,7 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
             ttl_seconds=config.ttl_seconds,
             wire=config.wire,
             default_max_output_tokens=config.default_max_output_tokens,
+            python=python,
         ),
         admission=Admission(config.running_limit(), config.max_queued, config.max_per_key),
     )
@@ -82,6 +85,24 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
         on_shutdown=shutdown,
         cors_origins=config.cors_origins,
     )
+
+
+def python_settings(config: ServerConfig, say: Callable[[str], None]) -> PythonSettings | None:
+    """The hosted ``python`` tool's settings, or ``None`` where it is off (said in one
+    line); raises :class:`ConfigError` when it is asked for and bubblewrap cannot confine it."""
+    if config.python is False:
+        return None
+    settings = config.python_settings
+    try:
+        Sandbox(unsafe=settings.unsafe)
+    except SandboxUnavailableError as exc:
+        if config.python:
+            raise ConfigError(f"--python: {exc}") from None
+        say(f"python tool: off ({exc}; --python-unsafe runs it unconfined, trusted use only)")
+        return None
+    how = "UNCONFINED (--python-unsafe)" if settings.unsafe else "confined by bubblewrap"
+    say(f"python tool: on, {how}, {settings.timeout:g} s per cell, at most {settings.max_kernels} kernels")
+    return settings
 
 
 def serve(config: ServerConfig) -> int:

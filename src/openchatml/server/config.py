@@ -25,6 +25,7 @@ from ..engines.base import Engine, EngineError
 from ..responses.crypto import KEY_BYTES, new_key
 from ..responses.limits import DEFAULT_LIMITS, DEFAULT_MAX_OUTPUT_TOKENS, RequestLimits
 from .hub import HubError, locate
+from .settings import PythonSettings
 from .store.base import Store
 from .store.sqlite import SQLiteStore
 
@@ -83,6 +84,10 @@ class ServerConfig:
     """One of :data:`LOG_LEVELS`."""
     default_max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
     """The output bound of a request that sets no ``max_output_tokens`` (``None``: the room left)."""
+    python: bool | None = None
+    """The hosted ``python`` tool: on, off, or ``None``: on where bubblewrap works."""
+    python_settings: PythonSettings = field(default_factory=PythonSettings)
+    """How the hosted ``python`` tool runs, when on."""
 
     def __post_init__(self) -> None:
         if self.log_level not in LOG_LEVELS:

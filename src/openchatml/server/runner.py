@@ -18,26 +18,30 @@ from dataclasses import replace
 
 from ..engines.base import Engine
 from ..responses import ids
+from ..responses.agent_loop import AgentLoop
 from ..responses.call_rules import CallRules
 from ..responses.crypto import Sealer
-from ..responses.dialect import Dialect
+from ..responses.dialect import Dialect, HarmonyDialect, step_params
 from ..responses.errors import RequestError
 from ..responses.grammar import check_gbnf_custom_tools
 from ..responses.input import build_conversation
 from ..responses.request import ResponseRequest
 from ..responses.resource import ResponseState
-from ..responses.runner import Prepared, run_events
+from ..responses.runner import Prepared, run_events, run_loop_events
 from ..responses.stream import EventBuilder
 from ..responses.summary import summary_deltas
 from ..responses.wire import InputItem
 from ..responses.wire.events import ResponseCompleted, StreamEvent
+from ..responses.wire.items import CodeInterpreterCall
 from ..responses.wire.resource import ErrorPayload
+from ..tools.python import KernelPool, PythonTool
+from ..tools.router import CallBudget, ToolRouter
 from .admission import Admission, Ticket
 from .conversations import ConversationService, ConversationTurn
 from .metrics import Metrics
 from .records import FINAL_EVENTS, ResponseRecords
 from .runs import Run, RunRegistry
-from .settings import ServiceSettings
+from .settings import PythonSettings, ServiceSettings
 
 log = logging.getLogger("openchatml.server")
 
@@ -58,8 +62,10 @@ class ResponseRunner:
         records: ResponseRecords,
         runs: RunRegistry,
         conversations: ConversationService,
+        kernels: KernelPool | None = None,
     ) -> None:
         self.engine = engine
+        self.kernels = kernels
         self.dialect = dialect
         self.sealer = sealer
         self.settings = settings
@@ -119,6 +125,7 @@ class ResponseRunner:
         """:meth:`start` with the response's place reserved (``ticket``), which its run
         gives back when it ends, and its conversation held (``turn``) until it ends."""
         model = self.check_model(request.model)
+        self._check_hosted(request)
         history, new_input = await self.records.items(request, owner, local_history)
         if turn is not None:
             turn.input = list(new_input)
@@ -131,8 +138,10 @@ class ResponseRunner:
             status="queued" if request.background else "in_progress",
             default_effort=self.settings.prompt.reasoning_effort.value,
         )
+        container = kernel_key(request, history, state.id) if request.code_interpreter is not None else ""
         builder = EventBuilder(
             state,
+            container=container,
             prompt_tokens=len(prepared.prompt),
             sealer=self.sealer,
             parser=self.dialect.parser(request, prepared),
@@ -212,12 +221,7 @@ class ResponseRunner:
                 await run.ticket.acquire()
             self.metrics.started()
             running = True
-            summarize = self._summarizer(builder.state.request.reasoning_summary)
-            events = (
-                run_events(self.engine, prepared, builder, summarize=summarize)
-                if generate
-                else warm_up_events(builder)
-            )
+            events = self._events(builder, prepared, run.owner) if generate else warm_up_events(builder)
             async for event in events:
                 kind = event.type
                 if first_token is None and kind.endswith(".delta"):
@@ -273,6 +277,39 @@ class ResponseRunner:
                 await asyncio.shield(self.records.save_after(created, state))
         self.runs.forget_later(run)
 
+    def _check_hosted(self, request: ResponseRequest) -> None:
+        """Refuse (400) a code interpreter this server cannot run: python is off, or the
+        model does not write Harmony."""
+        if request.code_interpreter is None:
+            return
+        position = next(i for i, tool in enumerate(request.all_tools) if tool is request.code_interpreter)
+        if self.kernels is None or not isinstance(self.dialect, HarmonyDialect):
+            why = "the hosted python tool is off (see 'openchatml serve --python')"
+            if self.kernels is not None:
+                why = "the hosted python tool runs for gpt-oss (Harmony) models only"
+            raise RequestError(
+                f"The tool 'code_interpreter' cannot be used on this server: {why}.",
+                param=f"tools[{position}].type",
+                code="unsupported_tool_type",
+            )
+
+    def _events(self, builder: EventBuilder, prepared: Prepared, owner: str) -> AsyncIterator[StreamEvent]:
+        """The events of the response: through the agent loop where the request offers the
+        code interpreter (the python call forced on the first step only by a
+        ``{"type": "code_interpreter"}`` choice), else straight from the engine."""
+        request = builder.state.request
+        if request.code_interpreter is None or self.kernels is None:
+            summarize = self._summarizer(request.reasoning_summary)
+            return run_events(self.engine, prepared, builder, summarize=summarize)
+        python = self.settings.python or PythonSettings()
+        tool = PythonTool(
+            self.kernels, kernel_name(owner, builder.code_calls.container), timeout=python.timeout
+        )
+        router = ToolRouter([tool], default_deadline_ms=int(python.timeout * 1000) + 5000)
+        budget = CallBudget(request.max_tool_calls) if request.max_tool_calls is not None else None
+        loop = AgentLoop(self.engine, router, budget=budget)
+        return run_loop_events(loop, prepared, builder, params_for=step_params(prepared, request))
+
     def _summarizer(self, summary: str | None) -> Callable[[str], AsyncGenerator[str, None]] | None:
         """What writes a reasoning summary (``reasoning.summary``), if one is asked for."""
         if summary is None:
@@ -284,6 +321,24 @@ class ResponseRunner:
             )
 
         return summarize
+
+
+def kernel_key(request: ResponseRequest, history: Sequence[InputItem], response_id: str) -> str:
+    """The key of the python kernel a response runs its code in (its ``container_id``):
+    the conversation's id; else the container of the last code interpreter call of the
+    ``previous_response_id`` chain (the kernel of the chain's first python call); else
+    the response's own id. State thus survives across turns of a conversation or a chain;
+    a new chain gets a fresh kernel, as does one whose kernel another server ran."""
+    if request.conversation is not None:
+        return request.conversation
+    calls = [item for item in history if isinstance(item, CodeInterpreterCall) and item.container_id]
+    return calls[-1].container_id if calls else response_id
+
+
+def kernel_name(owner: str, container: str) -> str:
+    """The kernel pool's key for ``owner``'s ``container``: a kernel is its owner's, so a
+    container id another API key names in its input reaches none of that kernel's state."""
+    return f"{owner}\n{container}"
 
 
 async def warm_up_events(builder: EventBuilder) -> AsyncIterator[StreamEvent]:

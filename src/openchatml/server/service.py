@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
@@ -26,6 +27,7 @@ from ..responses.errors import ConflictError
 from ..responses.request import ResponseRequest
 from ..responses.resource import TERMINAL
 from ..responses.wire import InputItem, ResponseResource, load_resource
+from ..tools.python import KernelPool, Sandbox
 from .admission import Admission
 from .conversations import ConversationService
 from .coordination import Coordinator
@@ -34,9 +36,26 @@ from .notices import Notices
 from .records import ResponseRecords
 from .runner import ResponseRunner
 from .runs import Run, RunRegistry
-from .settings import ServiceSettings
+from .settings import PythonSettings, ServiceSettings
 from .store.base import ItemPage, Store
 from .wire import ServedEvent
+
+
+def _kernel_pool(settings: PythonSettings | None) -> KernelPool | None:
+    """The kernels of the hosted ``python`` tool (``None`` where it is off); raises
+    :class:`~..tools.python.SandboxUnavailableError` when bubblewrap cannot confine them."""
+    if settings is None:
+        return None
+    sandbox = Sandbox(unsafe=settings.unsafe)
+    return KernelPool(sandbox, max_kernels=settings.max_kernels, idle_timeout=settings.idle_seconds)
+
+
+def _with_python_timeout(settings: ServiceSettings) -> ServiceSettings:
+    """``settings`` whose system messages state the python tool's own time limit."""
+    if settings.python is None:
+        return settings
+    prompt = dataclasses.replace(settings.prompt, python_timeout=settings.python.timeout)
+    return dataclasses.replace(settings, prompt=prompt)
 
 
 class ResponseService:
@@ -58,7 +77,7 @@ class ResponseService:
         self.dialect: Dialect = dialect or HarmonyDialect()
         self.store = store
         self.sealer = sealer
-        self.settings = settings or ServiceSettings()
+        self.settings = _with_python_timeout(settings or ServiceSettings())
         self.metrics = metrics or Metrics()
         self.metrics.queued.set_function(lambda: self.admission.queued)
         self.runs = RunRegistry(self.settings.background_linger_seconds)
@@ -66,8 +85,10 @@ class ResponseService:
         self.records = ResponseRecords(store, notices, self.settings)
         self.conversations = ConversationService(store, self.settings)
         self.coordinator = Coordinator(store, self.runs, notices, self.settings)
+        self.kernels = _kernel_pool(self.settings.python)
         self.runner = ResponseRunner(
             engine,
+            kernels=self.kernels,
             dialect=self.dialect,
             sealer=sealer,
             settings=self.settings,
@@ -204,3 +225,5 @@ class ResponseService:
         """Cancel what still runs, wait for it to end, stop the upkeep."""
         await self.runs.aclose()
         self.coordinator.stop()
+        if self.kernels is not None:
+            await self.kernels.close()

@@ -13,6 +13,18 @@ WIRE_SETTINGS: Final = ("auto", "openai", "openresponses")
 
 
 @dataclass(frozen=True, slots=True)
+class PythonSettings:
+    """The hosted ``python`` tool (the code interpreter): kernels confined by bubblewrap
+    (``unsafe``: unconfined, for trusted use only), each cell within ``timeout`` seconds,
+    at most ``max_kernels`` at once, each stopped after ``idle_seconds`` unused."""
+
+    unsafe: bool = False
+    timeout: float = 120.0
+    max_kernels: int = 16
+    idle_seconds: float = 600.0
+
+
+@dataclass(frozen=True, slots=True)
 class ServiceSettings:
     """What the service needs beyond its engine and store."""
 
@@ -35,6 +47,8 @@ class ServiceSettings:
     default_max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
     """The output bound of a response whose request sets no ``max_output_tokens`` (``None``:
     the context window's room after the prompt)."""
+    python: PythonSettings | None = None
+    """The hosted ``python`` tool, or ``None``: a request naming ``code_interpreter`` is a 400."""
     wire: str = "auto"
     """The wire dialect of answers whose request names none (``OpenChatML-Wire``):
     ``openai``, ``openresponses``, or ``auto`` (``openai`` for OpenAI's SDKs and Codex,

@@ -220,6 +220,7 @@ def _sample_event(cls: type) -> dict[str, Any]:
         "input": "*** Begin Patch",
         "command_index": 0,
         "command": "ls -la",
+        "code": "print(6 * 7)",
         "name": "f",
         "logprobs": [],
         "part": OutputText(text="t").to_json(),

@@ -86,6 +86,11 @@ OPENAI_EXTENSIONS: Final = frozenset(
         "response.shell_call_command.added",
         "response.shell_call_command.delta",
         "response.shell_call_command.done",
+        "response.code_interpreter_call.in_progress",
+        "response.code_interpreter_call.interpreting",
+        "response.code_interpreter_call.completed",
+        "response.code_interpreter_call_code.delta",
+        "response.code_interpreter_call_code.done",
     }
 )
 """OpenAI's item, tool and event types outside the Open Responses schema: ``openai:NAME``

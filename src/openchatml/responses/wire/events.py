@@ -457,6 +457,58 @@ class ShellCallCommandDone(StreamEvent):
 
 
 @dataclass(frozen=True, slots=True)
+class CodeInterpreterCallInProgress(StreamEvent):
+    """A code interpreter call began (``response.code_interpreter_call.in_progress`` in
+    ``openai``)."""
+
+    type: ClassVar[str] = "openai:response.code_interpreter_call.in_progress"
+    output_index: int
+    item_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CodeInterpreterCallInterpreting(StreamEvent):
+    """A code interpreter call's code is running
+    (``response.code_interpreter_call.interpreting`` in ``openai``)."""
+
+    type: ClassVar[str] = "openai:response.code_interpreter_call.interpreting"
+    output_index: int
+    item_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CodeInterpreterCallCompleted(StreamEvent):
+    """A code interpreter call ended (``response.code_interpreter_call.completed`` in
+    ``openai``)."""
+
+    type: ClassVar[str] = "openai:response.code_interpreter_call.completed"
+    output_index: int
+    item_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class CodeInterpreterCallCodeDelta(StreamEvent):
+    """More of a code interpreter call's code (``response.code_interpreter_call_code.delta``
+    in ``openai``)."""
+
+    type: ClassVar[str] = "openai:response.code_interpreter_call_code.delta"
+    output_index: int
+    item_id: str
+    delta: str
+
+
+@dataclass(frozen=True, slots=True)
+class CodeInterpreterCallCodeDone(StreamEvent):
+    """A code interpreter call's code is finished
+    (``response.code_interpreter_call_code.done`` in ``openai``)."""
+
+    type: ClassVar[str] = "openai:response.code_interpreter_call_code.done"
+    output_index: int
+    item_id: str
+    code: str
+
+
+@dataclass(frozen=True, slots=True)
 class ErrorEvent(StreamEvent):
     """The response failed: why (a ``response.failed`` follows)."""
 
@@ -507,6 +559,11 @@ EVENT_CLASSES: Final[tuple[type[StreamEvent], ...]] = (
     ShellCallCommandAdded,
     ShellCallCommandDelta,
     ShellCallCommandDone,
+    CodeInterpreterCallInProgress,
+    CodeInterpreterCallInterpreting,
+    CodeInterpreterCallCompleted,
+    CodeInterpreterCallCodeDelta,
+    CodeInterpreterCallCodeDone,
     ErrorEvent,
 )
 """Every event class, one per ``type``."""

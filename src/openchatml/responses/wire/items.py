@@ -341,6 +341,46 @@ class ApplyPatchCallOutput(WireModel):
     output: Text | None = Field(default=None, exclude_if=is_none)
 
 
+CODE_INTERPRETER_CALL: Final = "openai:code_interpreter_call"
+CodeInterpreterCallType = Annotated[
+    Literal["openai:code_interpreter_call"],
+    READ_EXTENSION,
+    WRITE_EXTENSION,
+    extension_schema(CODE_INTERPRETER_CALL),
+]
+CodeCallStatus = Literal["in_progress", "interpreting", "completed", "incomplete", "failed"]
+
+
+class CodeLogs(WireModel):
+    """What a code interpreter call printed (its stdout and stderr)."""
+
+    type: Literal["logs"] = "logs"
+    logs: Text
+
+
+class CodeImage(WireModel):
+    """An image a code interpreter call made, as a ``data:`` URL."""
+
+    type: Literal["image"] = "image"
+    url: Text
+
+
+CodeOutput = Annotated[CodeLogs | CodeImage, Field(discriminator="type")]
+
+
+class CodeInterpreterCall(WireModel):
+    """Python the server ran for the model (``code_interpreter_call`` in ``openai``):
+    ``code``, the kernel's ``container_id``, and what it gave (``outputs``: only when the
+    request includes ``code_interpreter_call.outputs``, else ``null``)."""
+
+    type: CodeInterpreterCallType = CODE_INTERPRETER_CALL
+    id: Annotated[ItemId, fresh(_new("ci"))] = Field(default_factory=_new("ci"))
+    code: Text | None = None
+    container_id: Text = ""
+    outputs: tuple[CodeOutput, ...] | None = None
+    status: CodeCallStatus = "completed"
+
+
 ClientCall = LocalShellCall | ShellCall | ApplyPatchCall
 """A call of a tool of the client's own kind (a shell, file edits)."""
 ClientCallOutput = LocalShellCallOutput | ShellCallOutput | ApplyPatchCallOutput
@@ -418,6 +458,7 @@ Item = Annotated[
     | Annotated[ShellCallOutput, Tag(f"@{SHELL_CALL_OUTPUT}")]
     | Annotated[ApplyPatchCall, Tag(f"@{APPLY_PATCH_CALL}")]
     | Annotated[ApplyPatchCallOutput, Tag(f"@{APPLY_PATCH_CALL_OUTPUT}")]
+    | Annotated[CodeInterpreterCall, Tag(f"@{CODE_INTERPRETER_CALL}")]
     | Annotated[ReasoningItem, Tag("@reasoning")]
     | Annotated[CompactionItem, Tag("@compaction")],
     Discriminator(item_tag, **_ITEM_ERROR),
@@ -439,6 +480,7 @@ InputItem = Annotated[
     | Annotated[ShellCallOutput, Tag(f"@{SHELL_CALL_OUTPUT}")]
     | Annotated[ApplyPatchCall, Tag(f"@{APPLY_PATCH_CALL}")]
     | Annotated[ApplyPatchCallOutput, Tag(f"@{APPLY_PATCH_CALL_OUTPUT}")]
+    | Annotated[CodeInterpreterCall, Tag(f"@{CODE_INTERPRETER_CALL}")]
     | Annotated[ReasoningItem, Tag("@reasoning")]
     | Annotated[CompactionItem, Tag("@compaction")]
     | Annotated[ItemReference, Tag("@item_reference")],
@@ -462,6 +504,7 @@ OutputItem = Annotated[
     | Annotated[LocalShellCall, Tag(f"@{LOCAL_SHELL_CALL}")]
     | Annotated[ShellCall, Tag(f"@{SHELL_CALL}")]
     | Annotated[ApplyPatchCall, Tag(f"@{APPLY_PATCH_CALL}")]
+    | Annotated[CodeInterpreterCall, Tag(f"@{CODE_INTERPRETER_CALL}")]
     | Annotated[ReasoningItem, Tag("@reasoning")],
     Discriminator(item_tag, **_ITEM_ERROR),
 ]

@@ -8,6 +8,8 @@ A request's tools are:
   :class:`NamespaceTool` s (function and custom tools grouped under a name the model
   calls them by) and the tools the client runs itself, :class:`LocalShellTool`,
   :class:`ShellTool` and :class:`ApplyPatchTool`;
+* run by the server: :class:`CodeInterpreterTool` (gpt-oss's ``python``; its container is
+  the conversation's kernel);
 * accepted, not offered (no backend runs them): :class:`WebSearchTool`;
 * refused: the computer tools (a text-only model cannot see a screen), and any other
   type (``unsupported_tool_type``).
@@ -66,6 +68,8 @@ WEB_SEARCH: Final = (
     "openai:web_search_preview_2025_03_11",
 )
 """The ``type`` s of the web search tools (accepted, not offered)."""
+CODE_INTERPRETER: Final = "openai:code_interpreter"
+"""The ``type`` of the code interpreter tool (``code_interpreter`` in ``openai``)."""
 COMPUTER: Final = ("openai:computer", "openai:computer_use_preview")
 """The ``type`` s of the computer tools (refused)."""
 
@@ -74,6 +78,8 @@ OFFERED_TOOL_TYPES: Final = (
     *(wire_type(kind, WireDialect.OPENAI) for kind in (CUSTOM, NAMESPACE, *CLIENT_TOOLS)),
 )
 """The tool types offered to the model (OpenAI's spelling)."""
+HOSTED_TOOL_TYPES: Final = (wire_type(CODE_INTERPRETER, WireDialect.OPENAI),)
+"""The tool types the server runs itself (offered where it is on for the model)."""
 UNOFFERED_TOOL_TYPES: Final = tuple(wire_type(kind, WireDialect.OPENAI) for kind in WEB_SEARCH)
 """The tool types a request may hold that are never offered to the model (no backend runs
 them): echoed in the response, a choice of one lets the model call nothing."""
@@ -234,6 +240,25 @@ class WebSearchTool(WireModel):
     search_content_types: tuple[Text, ...] | None = Field(default=None, exclude_if=is_none)
 
 
+class CodeInterpreterTool(WireModel):
+    """Python the server runs for the model (gpt-oss's ``python`` tool). ``container``:
+    ``{"type": "auto"}`` or a container id, accepted either way: the container is always
+    the kernel of the conversation (see ``docs/server.md``)."""
+
+    type: Annotated[
+        Literal["openai:code_interpreter"],
+        READ_EXTENSION,
+        WRITE_EXTENSION,
+        extension_schema(CODE_INTERPRETER),
+    ] = CODE_INTERPRETER
+    container: Text | dict[str, Any] = Field(default_factory=lambda: {"type": "auto"})
+
+
+HostedTool = WebSearchTool | CodeInterpreterTool
+"""A tool the client does not run: the code interpreter (run here), or web search
+(accepted, not offered)."""
+
+
 _TOOL_TAGS: Final = {
     "function": "@function",
     CUSTOM: "@custom",
@@ -242,6 +267,7 @@ _TOOL_TAGS: Final = {
     SHELL: "@shell",
     APPLY_PATCH: "@apply_patch",
     **dict.fromkeys(WEB_SEARCH, "@web_search"),
+    CODE_INTERPRETER: "@code_interpreter",
 }
 _TOOL_CLASSES: Final[dict[type, str]] = {
     FunctionTool: "@function",
@@ -251,6 +277,7 @@ _TOOL_CLASSES: Final[dict[type, str]] = {
     ShellTool: "@shell",
     ApplyPatchTool: "@apply_patch",
     WebSearchTool: "@web_search",
+    CodeInterpreterTool: "@code_interpreter",
 }
 
 
@@ -268,7 +295,8 @@ Tool = Annotated[
     | Annotated[LocalShellTool, Tag("@local_shell")]
     | Annotated[ShellTool, Tag("@shell")]
     | Annotated[ApplyPatchTool, Tag("@apply_patch")]
-    | Annotated[WebSearchTool, Tag("@web_search")],
+    | Annotated[WebSearchTool, Tag("@web_search")]
+    | Annotated[CodeInterpreterTool, Tag("@code_interpreter")],
     Discriminator(_tool_tag, custom_error_type="tool_type", custom_error_message="unsupported tool type"),
 ]
 """A tool of a request (see the module docstring)."""
@@ -282,14 +310,17 @@ ToolType = Literal[
     "openai:web_search_2025_08_26",
     "openai:web_search_preview",
     "openai:web_search_preview_2025_03_11",
+    "openai:code_interpreter",
 ]
 
 
 class ToolTypeChoice(WireModel):
-    """``tool_choice``: call the tool of this ``type`` (one the client runs, or web search,
-    which is never offered: the model then calls nothing)."""
+    """``tool_choice``: call the tool of this ``type`` (one the client runs, the code
+    interpreter, or web search, which is never offered: the model then calls nothing)."""
 
-    type: Annotated[ToolType, READ_EXTENSION, WRITE_EXTENSION, _extension(*CLIENT_TOOLS, *WEB_SEARCH)]
+    type: Annotated[
+        ToolType, READ_EXTENSION, WRITE_EXTENSION, _extension(*CLIENT_TOOLS, *WEB_SEARCH, CODE_INTERPRETER)
+    ]
 
 
 class AllowedTool(WireModel):

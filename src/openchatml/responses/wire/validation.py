@@ -17,7 +17,14 @@ from pydantic_core import ErrorDetails
 from ..errors import RequestError
 from .content import INPUT_PARTS, OUTPUT_PARTS
 from .items import ITEM_TYPES, ROLES
-from .tools import CHOICE_TYPES, FORMAT_TYPES, OFFERED_TOOL_TYPES, REFUSED_TOOL_TYPES, UNOFFERED_TOOL_TYPES
+from .tools import (
+    CHOICE_TYPES,
+    FORMAT_TYPES,
+    HOSTED_TOOL_TYPES,
+    OFFERED_TOOL_TYPES,
+    REFUSED_TOOL_TYPES,
+    UNOFFERED_TOOL_TYPES,
+)
 
 
 def type_name(value: Any) -> str:
@@ -92,7 +99,7 @@ def _tool_type(param: str, tool: dict[str, Any], ctx: dict[str, Any]) -> Rendere
             "and cannot see the screenshots a computer tool works with."
         )
     else:
-        offered = _quoted((*OFFERED_TOOL_TYPES, *UNOFFERED_TOOL_TYPES))
+        offered = _quoted((*OFFERED_TOOL_TYPES, *HOSTED_TOOL_TYPES, *UNOFFERED_TOOL_TYPES))
         message = f"Unsupported tool type {kind!r} at '{param}': this server takes {offered}."
     return f"{param}.type", "unsupported_tool_type", message
 

@@ -5,8 +5,9 @@ A model object is OpenAI's (``id``, ``object``, ``created``, ``owned_by``) with 
 client needs to size its requests: ``context_length`` (also as vLLM's ``max_model_len``),
 the ``max_output_tokens`` a response gets when its request sets none, and
 ``capabilities`` (tool calls, reasoning, images in, outputs enforced by the sampler) and
-``tool_types``: those offered to the model, those accepted but never offered (no backend
-runs a web search), and those refused.
+``tool_types``: those offered to the model (``code_interpreter`` where the server runs the
+hosted python tool for a gpt-oss model), those accepted but never offered (no backend runs
+a web search), and those refused.
 """
 
 from __future__ import annotations
@@ -17,7 +18,12 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 
 from ...responses.dialect import TemplateDialect
-from ...responses.wire.tools import OFFERED_TOOL_TYPES, REFUSED_TOOL_TYPES, UNOFFERED_TOOL_TYPES
+from ...responses.wire.tools import (
+    HOSTED_TOOL_TYPES,
+    OFFERED_TOOL_TYPES,
+    REFUSED_TOOL_TYPES,
+    UNOFFERED_TOOL_TYPES,
+)
 from ...templates.format import ReasoningMode, ToolSyntax
 from ..dependencies import Owner, Service
 from ..json_response import json_response
@@ -38,6 +44,11 @@ def model_object(service: ResponseService) -> dict[str, Any]:
         reasoning = dialect.format.reasoning.mode is not ReasoningMode.NONE
     else:  # Harmony: gpt-oss reasons on its analysis channel and calls tools
         tools = reasoning = True
+    hosted = (
+        list(HOSTED_TOOL_TYPES)
+        if service.kernels is not None and not isinstance(dialect, TemplateDialect)
+        else []
+    )
     return {
         "id": info.id,
         "object": "model",
@@ -53,7 +64,7 @@ def model_object(service: ResponseService) -> dict[str, Any]:
             "enforced_decoding": service.engine.enforces_grammar,
         },
         "tool_types": {
-            "offered": list(OFFERED_TOOL_TYPES) if tools else [],
+            "offered": [*OFFERED_TOOL_TYPES, *hosted] if tools else [],
             "accepted_not_offered": list(UNOFFERED_TOOL_TYPES),
             "refused": list(REFUSED_TOOL_TYPES),
         },

@@ -20,7 +20,7 @@ from .ir import (
     zero_or_more,
 )
 from .json_schema import json_value
-from .tool_choice import FreeformTool, ToolChoice, offered_tools, select_tools
+from .tool_choice import BuiltinTool, FreeformTool, ToolChoice, offered_tools, select_tools
 from .tool_grammar import ToolGrammar, Trigger, write_tool_grammar
 
 FUNCTIONS: Final = "functions."
@@ -30,6 +30,8 @@ TO: Final = " to="
 `` to=NAMESPACE.``) is the trigger of lazy grammars."""
 JSON_SEPARATORS: Final = (",", ":")
 """gpt-oss writes JSON compact (``{"location":"Paris"}``): under a grammar, that spacing only."""
+BUILTIN_CHANNELS: Final = ("<|channel|>analysis", "<|channel|>commentary")
+"""The channels a call of a built-in tool (``to=python``) is written on."""
 PRELUDE_SHARES: Final = (2, 4, 4)
 """With a bound on reasoning, at most three messages come before the answer or the call,
 the first taking up to half of the bound and the others a quarter each."""
@@ -40,6 +42,7 @@ def harmony_tool_call_grammar(
     *,
     tool_choice: ToolChoice = "auto",
     freeform: Sequence[FreeformTool] = (),
+    builtin: Sequence[BuiltinTool] = (),
     answer_schema: Mapping[str, Any] | None = None,
     reasoning_tokens: int | None = None,
     special_tokens: Mapping[str, int] | None = None,
@@ -52,20 +55,23 @@ def harmony_tool_call_grammar(
     recipient before the channel), optionally `` <|constrain|>json`` or `` json``,
     ``<|message|>``, the arguments as JSON conforming to the tool's schema, ``<|call|>``; a
     ``freeform`` tool's call carries its raw input instead (free text, or text of its
-    grammar), with no constraint. One call per turn (``parallel`` is false). A tool whose
-    name holds a dot, ``NAMESPACE.NAME``, is a tool of that Harmony namespace: its calls go
-    ``to=NAMESPACE.NAME`` (:func:`harmony_recipient`).
+    grammar), with no constraint. A ``builtin`` tool's call (gpt-oss's ``python``) is
+    ``<|channel|>analysis to=python`` (or ``commentary``, or the recipient first),
+    optionally `` code``, ``<|message|>``, free text, ``<|call|>``. One call per turn
+    (``parallel`` is false). A tool whose name holds a dot, ``NAMESPACE.NAME``, is a tool of
+    that Harmony namespace: its calls go ``to=NAMESPACE.NAME`` (:func:`harmony_recipient`).
 
     ``answer_schema``: the JSON Schema the final answer conforms to (``text.format``), which
     then comes with no preamble before it (a client reads every message text as the
     answer); ``None``: free text. ``reasoning_tokens``: a bound on the text of the messages before
     the answer or the call (at most three of them then: :data:`PRELUDE_SHARES`); ``None``:
     any number, unbounded. ``special_tokens``: the markers' ids (default: o200k_harmony's).
-    The triggers, for lazy grammars, are `` to=functions.`` and `` to=NAMESPACE.`` for each
-    other namespace of the allowed tools (the grammar from one on, itself included: the
-    recipient, the rest of the header, the input). Raises ``ValueError`` as
+    The triggers, for lazy grammars, are `` to=functions.``, `` to=NAMESPACE.`` for each
+    other namespace of the allowed tools and `` to=NAME`` for each allowed built-in one
+    (the grammar from one on, itself included: the recipient, the rest of the header, the
+    input). Raises ``ValueError`` as
     :func:`~.tool_choice.select_tools` does."""
-    offered = offered_tools(tools, freeform)
+    offered = offered_tools(tools, freeform, builtin)
     selection = select_tools(tool_choice, offered)
     rule_set = RuleSet()
     if answer_schema is None:
@@ -76,21 +82,23 @@ def harmony_tool_call_grammar(
     heads: list[Node] = []
     rests: list[Node] = []
     for name in selection.names:
-        header, payload = _call_parts(offered[name])
-        recipient = harmony_recipient(name)
+        tool = offered[name]
+        header, payload = _call_parts(tool)
+        recipient = tool.name if isinstance(tool, BuiltinTool) else harmony_recipient(name)
+        channels = BUILTIN_CHANNELS if isinstance(tool, BuiltinTool) else ("<|channel|>commentary",)
         # after " to=": the recipient, the channel (recipient first), the constraint, the input
-        rest = concat(LiteralText(recipient), optional(LiteralText("<|channel|>commentary")), header, payload)
+        channel = choice(*map(LiteralText, channels))
+        rest = concat(LiteralText(recipient), optional(channel), header, payload)
         rests.append(rule_set.add("call", rest))
-        heads.append(
-            choice(
-                concat(LiteralText(TO + recipient + "<|channel|>commentary"), header, payload),
-                concat(LiteralText("<|channel|>commentary" + TO + recipient), header, payload),
-            )
-        )
+        heads += [
+            concat(LiteralText(order), header, payload)
+            for written in channels
+            for order in (TO + recipient + written, written + TO + recipient)
+        ]
     if selection.mode == "none":
         body = answer
     else:
-        call = rule_set.add("call", choice(*heads))
+        call = rule_set.add("call", choice(*heads))  # one head per channel and order
         body = choice(answer, call) if selection.mode == "auto" else call
     # a structured answer comes alone: a preamble would be one more text to read as the answer
     rule_set.define(START, concat(_prelude(reasoning_tokens, preambles=answer_schema is None), body))
@@ -99,7 +107,7 @@ def harmony_tool_call_grammar(
     return write_tool_grammar(
         rule_set,
         {**NAMED_SPECIAL_TOKENS, **(special_tokens or {})},
-        triggers=_triggers(selection.names),
+        triggers=_triggers(selection.names, offered),
         lazy=selection.mode == "auto",
         tools=selection.names,
         parallel=False,
@@ -113,15 +121,30 @@ def harmony_recipient(name: str) -> str:
     return name if "." in name else FUNCTIONS + name
 
 
-def _triggers(names: Sequence[str]) -> tuple[Trigger, ...]:
-    """`` to=functions.``, then `` to=NAMESPACE.`` for each other namespace of ``names``."""
-    spaces = dict.fromkeys([FUNCTIONS, *(harmony_recipient(name).partition(".")[0] + "." for name in names)])
+def _triggers(names: Sequence[str], offered: Mapping[str, Any]) -> tuple[Trigger, ...]:
+    """`` to=functions.``, then `` to=NAMESPACE.`` for each other namespace of ``names``
+    and `` to=NAME`` for each built-in tool among them."""
+    spaces = dict.fromkeys(
+        [
+            FUNCTIONS,
+            *(
+                name
+                if isinstance(offered[name], BuiltinTool)
+                else harmony_recipient(name).partition(".")[0] + "."
+                for name in names
+            ),
+        ]
+    )
     return tuple(Trigger(TO + space) for space in spaces)
 
 
 def _call_parts(tool: Any) -> tuple[Node, Node]:
-    """What follows a call's recipient and channel: the optional JSON constraint (function
-    tools only), then ``<|message|>``, the input and ``<|call|>``."""
+    """What follows a call's recipient and channel: the optional constraint (JSON for
+    function tools, `` code`` or `` <|constrain|>code`` for built-in ones), then
+    ``<|message|>``, the input and ``<|call|>``."""
+    if isinstance(tool, BuiltinTool):
+        constraint = optional(choice(LiteralText(" code"), LiteralText(" <|constrain|>code")))
+        return constraint, concat(LiteralText("<|message|>"), FreeText("<|call|>"))
     if isinstance(tool, FreeformTool):
         if tool.syntax == "text":
             payload: Node = FreeText("<|call|>")

@@ -2,7 +2,8 @@
 shapes of Chat Completions and Responses, each with its parameters schema (closed when the
 tool is strict, any JSON object when it is not); freeform tools (:class:`FreeformTool`,
 the Responses API's ``custom`` tools) whose input is raw text, a Lark grammar's or a
-regular expression's; the ``tool_choice`` values of both APIs, ``none`` and
+regular expression's; built-in tools (:class:`BuiltinTool`, gpt-oss's ``python``) whose
+input is free text; the ``tool_choice`` values of both APIs, ``none`` and
 ``allowed_tools`` included.
 
 A tool of a namespace (the Responses API's ``namespace`` tools) is named
@@ -20,7 +21,7 @@ from typing import Any, Final, Literal, TypeAlias
 from .json_schema import close_schema
 
 ToolChoice: TypeAlias = "str | Mapping[str, Any]"
-"""``"none"``, ``"auto"``, ``"required"``, ``{"type": "function" | "custom", "name": N}``
+"""``"none"``, ``"auto"``, ``"required"``, ``{"type": "function" | "custom" | "builtin", "name": N}``
 (Responses; with ``"namespace": S`` for a tool of a namespace) or ``{"type": "function",
 "function": {"name": N}}`` (Chat Completions), or ``{"type": "allowed_tools", "mode":
 "auto" | "required", "tools": [...]}``."""
@@ -40,9 +41,17 @@ class FreeformTool:
     definition: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class BuiltinTool:
+    """A tool built into the model (gpt-oss's ``python``): its calls go ``to=NAME`` with
+    free text as input; a choice names it as ``{"type": "builtin", "name": NAME}``."""
+
+    name: str
+
+
 Offered: TypeAlias = "Mapping[str, Any]"
 """Name → what a call of the tool carries: a JSON Schema of its arguments (a function
-tool) or a :class:`FreeformTool`."""
+tool), a :class:`FreeformTool` or a :class:`BuiltinTool`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,12 +99,15 @@ def function_tools(tools: Sequence[Mapping[str, Any]], namespace: str | None = N
 
 
 def offered_tools(
-    tools: Sequence[Mapping[str, Any]], freeform: Sequence[FreeformTool] = ()
+    tools: Sequence[Mapping[str, Any]],
+    freeform: Sequence[FreeformTool] = (),
+    builtin: Sequence[BuiltinTool] = (),
 ) -> dict[str, Any]:
-    """The function tools (:func:`function_tools`) then the ``freeform`` ones, by name.
-    Raises ``ValueError`` for a name given twice across both kinds."""
+    """The function tools (:func:`function_tools`), the ``freeform`` ones, then the
+    ``builtin`` ones, by name. Raises ``ValueError`` for a name given twice across kinds."""
     offered = function_tools(tools)
-    for tool in freeform:
+    named: tuple[FreeformTool | BuiltinTool, ...] = (*freeform, *builtin)
+    for tool in named:
         if tool.name in offered:
             raise ValueError(f"two tools are named {tool.name!r}")
         offered[tool.name] = tool
@@ -117,11 +129,11 @@ def select_tools(choice: ToolChoice, offered: Offered) -> ToolSelection:
         mode = "auto" if choice == "auto" else "required"
     elif isinstance(choice, Mapping):
         kind = choice.get("type")
-        if kind in ("function", "custom"):
+        if kind in ("function", "custom", "builtin"):
             name = _tool_name(choice)
             if name not in offered:
                 raise ValueError(f"tool_choice names {name!r}, which is not an offered tool")
-            if (kind == "custom") != isinstance(offered[name], FreeformTool):
+            if kind != _kind(offered[name]):
                 raise ValueError(f"tool_choice names {name!r} as a {kind} tool, which it is not")
             mode, names = "required", [str(name)]
         elif kind == "allowed_tools":
@@ -137,6 +149,13 @@ def select_tools(choice: ToolChoice, offered: Offered) -> ToolSelection:
     if not names:
         raise ValueError("no tool to call")
     return ToolSelection(mode, tuple(names))
+
+
+def _kind(tool: Any) -> str:
+    """``custom``, ``builtin`` or ``function``: the kind of an offered tool."""
+    if isinstance(tool, FreeformTool):
+        return "custom"
+    return "builtin" if isinstance(tool, BuiltinTool) else "function"
 
 
 def _tool_name(tool: Mapping[str, Any]) -> Any:

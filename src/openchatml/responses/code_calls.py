@@ -1,0 +1,166 @@
+"""The events of a ``code_interpreter_call``: gpt-oss's ``python`` call, run by the server.
+
+Theory of operation. The response's event builder hands a message addressed ``to=python``
+(on ``analysis`` or ``commentary``) to its :class:`CodeCalls`, which opens the call's item
+in the output and gives it a :class:`CodeCallWriter`; the item moves through the events
+as OpenAI's API streams them:
+
+* the call's header: ``output_item.added`` (``in_progress``, no code yet) and
+  ``code_interpreter_call.in_progress``;
+* its body as sampled: ``code_interpreter_call_code.delta`` per piece;
+* its end (``<|call|>``): ``code_interpreter_call_code.done``; the item waits for its run
+  (a call cut short ends ``incomplete`` at once);
+* the run: ``code_interpreter_call.interpreting`` (status ``interpreting``), then
+  ``code_interpreter_call.completed`` and ``output_item.done`` with the status
+  ``completed`` (``failed`` when the tool failed) and, when the request includes
+  ``code_interpreter_call.outputs``, the ``logs`` and images the code gave;
+* a call the loop does not run (a bound reached, cancellation): ``output_item.done``,
+  ``incomplete``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..core.events import Header
+from ..core.messages import Role
+from ..tools.base import ImageOutput, LogOutput, ToolResult
+from .request_tools import PYTHON
+from .wire.events import (
+    CodeInterpreterCallCodeDelta,
+    CodeInterpreterCallCodeDone,
+    CodeInterpreterCallCompleted,
+    CodeInterpreterCallInProgress,
+    CodeInterpreterCallInterpreting,
+    OutputItemAdded,
+    OutputItemDone,
+    StreamEvent,
+)
+from .wire.items import CodeImage, CodeInterpreterCall, CodeLogs, CodeOutput, OutputItem
+
+Numbering = Callable[[], int]
+"""Gives the next event's sequence number."""
+
+
+def code_outputs(result: ToolResult) -> tuple[CodeOutput, ...]:
+    """The ``outputs`` of a call that gave ``result``: its logs (the reply text when the
+    tool gave none) and images by URL."""
+    outputs: list[CodeOutput] = []
+    for output in result.outputs:
+        if isinstance(output, LogOutput):
+            outputs.append(CodeLogs(logs=output.logs))
+        elif isinstance(output, ImageOutput):
+            outputs.append(CodeImage(url=output.url))
+    if not any(isinstance(output, CodeLogs) for output in outputs) and result.content:
+        outputs.insert(0, CodeLogs(logs=result.content))
+    return tuple(outputs)
+
+
+class CodeCallWriter:
+    """The events of the call ``item`` (``in_progress``, as it opened) at ``index`` of the
+    output (see the module docstring); ``item`` always holds the call as it stands."""
+
+    def __init__(self, item: CodeInterpreterCall, index: int) -> None:
+        self.item = item
+        self.index = index
+
+    def opened(self, number: Numbering) -> list[StreamEvent]:
+        """``output_item.added`` and ``code_interpreter_call.in_progress``."""
+        return [
+            OutputItemAdded(number(), self.index, self.item),
+            CodeInterpreterCallInProgress(number(), self.index, self.item.id),
+        ]
+
+    def delta(self, text: str, number: Numbering) -> list[StreamEvent]:
+        """The event of more of the code."""
+        return [CodeInterpreterCallCodeDelta(number(), self.index, self.item.id, text)]
+
+    def written(self, code: str, complete: bool, number: Numbering) -> list[StreamEvent]:
+        """The end of the code (``complete``: at ``<|call|>``): ``code.done``; a call cut
+        short also ends, ``incomplete``."""
+        self.item = self.item.model_copy(update={"code": code})
+        out: list[StreamEvent] = [CodeInterpreterCallCodeDone(number(), self.index, self.item.id, code)]
+        return out if complete else out + self.abandoned(number)
+
+    def interpreting(self, number: Numbering) -> list[StreamEvent]:
+        """The code runs: status ``interpreting``."""
+        self.item = self.item.model_copy(update={"status": "interpreting"})
+        return [CodeInterpreterCallInterpreting(number(), self.index, self.item.id)]
+
+    def finished(self, result: ToolResult, outputs: bool, number: Numbering) -> list[StreamEvent]:
+        """The run gave ``result``: ``completed`` (or ``failed``), with its outputs where
+        ``outputs`` (the request includes them)."""
+        status = "completed" if result.ok else "failed"
+        kept = code_outputs(result) if outputs else None
+        self.item = self.item.model_copy(update={"status": status, "outputs": kept})
+        return [
+            CodeInterpreterCallCompleted(number(), self.index, self.item.id),
+            OutputItemDone(number(), self.index, self.item),
+        ]
+
+    def abandoned(self, number: Numbering) -> list[StreamEvent]:
+        """The call will not run: ``output_item.done``, ``incomplete``."""
+        self.item = self.item.model_copy(update={"status": "incomplete"})
+        return [OutputItemDone(number(), self.index, self.item)]
+
+
+class CodeCalls:
+    """The python calls of one response, each the item ``code_interpreter_call`` of the
+    kernel ``container``, kept in ``output`` (the response's output items) as it stands;
+    ``outputs``: whether the items carry the code's outputs (``include``)."""
+
+    def __init__(self, output: list[OutputItem], container: str, *, offered: bool, outputs: bool) -> None:
+        self.output = output
+        self.container = container
+        self.offered = offered
+        self.outputs = outputs
+        self.pending: CodeCallWriter | None = None
+        """The call written last, waiting for its run."""
+
+    def calls_python(self, header: Header) -> bool:
+        """Whether ``header`` opens a python call, the code interpreter being offered."""
+        return self.offered and header.author.role is Role.ASSISTANT and header.recipient == PYTHON
+
+    def open(self, number: Numbering) -> tuple[CodeCallWriter, list[StreamEvent]]:
+        """A new call at the end of the output (``in_progress``): its writer and events."""
+        call = CodeInterpreterCall(code="", container_id=self.container, status="in_progress")
+        self.output.append(call)
+        writer = CodeCallWriter(call, len(self.output) - 1)
+        return writer, writer.opened(number)
+
+    def close(
+        self, writer: CodeCallWriter, code: str, complete: bool, number: Numbering
+    ) -> list[StreamEvent]:
+        """The call of ``writer`` is written (``complete``: ended by ``<|call|>``, it waits
+        for its run; else it ends ``incomplete``)."""
+        events = writer.written(code, complete, number)
+        self.output[writer.index] = writer.item
+        self.pending = writer if complete else None
+        return events
+
+    def running(self, number: Numbering) -> list[StreamEvent]:
+        """The waiting call starts running: ``interpreting`` (nothing when none waits)."""
+        writer = self.pending
+        if writer is None:
+            return []
+        events = writer.interpreting(number)
+        self.output[writer.index] = writer.item
+        return events
+
+    def finished(self, result: ToolResult, number: Numbering) -> list[StreamEvent]:
+        """The running call gave ``result``: its last events."""
+        writer, self.pending = self.pending, None
+        if writer is None:
+            return []
+        events = writer.finished(result, self.outputs, number)
+        self.output[writer.index] = writer.item
+        return events
+
+    def abandoned(self, number: Numbering) -> list[StreamEvent]:
+        """The response ends with a call left unrun: it ends ``incomplete``."""
+        writer, self.pending = self.pending, None
+        if writer is None:
+            return []
+        events = writer.abandoned(number)
+        self.output[writer.index] = writer.item
+        return events
