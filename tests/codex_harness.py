@@ -116,6 +116,19 @@ class NodeClients:
         return self.root / "node_modules" / ".bin" / "codex"
 
     @property
+    def sandbox_bin(self) -> Path:
+        """A folder holding ``codex-linux-sandbox``, the name under which Codex's binary runs
+        a command in its sandbox: with the system's ``bwrap`` Codex runs that name through
+        ``PATH`` inside a sandbox whose ``/tmp`` is fresh, so its own link there is not seen."""
+        folder = self.root / "sandbox-bin"
+        link = folder / "codex-linux-sandbox"
+        if not link.exists():
+            binary = next((self.root / "node_modules" / "@openai").glob("codex-linux-*/vendor/*/bin/codex"))
+            folder.mkdir(exist_ok=True)
+            link.symlink_to(binary)
+        return folder
+
+    @property
     def node_modules(self) -> Path:
         """The folder a node script finds ``openai`` and ``@openai/agents`` in (``NODE_PATH``)."""
         return self.root / "node_modules"
@@ -259,6 +272,7 @@ class CodexHome:
         drop = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "CODEX_API_KEY")
         env = {k: v for k, v in os.environ.items() if k not in drop}
         env.update(CODEX_HOME=str(self.home), NO_COLOR="1", RUST_LOG="error")
+        env["PATH"] = os.pathsep.join([str(self.clients.sandbox_bin), env.get("PATH", "")])
         env[API_KEY_VARIABLE] = "dummy-key"
         return env
 
