@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import httpx
 from live import LiveServer, ScriptedEngine
 
 from openchatml import load_encoding
@@ -111,3 +112,25 @@ class RecordedServer:
     def report(self) -> str:
         """Every request and its status, for an assertion's message."""
         return "\n".join(r.summary() for r in self.requests) or "(no request reached the server)"
+
+
+def metric_samples(text: str, name: str, having: str = "") -> dict[str, float]:
+    """The non-zero samples of the Prometheus metric ``name`` whose labels hold ``having``,
+    by their labels."""
+    samples: dict[str, float] = {}
+    for line in text.splitlines():
+        if line.startswith(name + "{") and having in line:
+            labels, value = line[len(name) :].rsplit(" ", 1)
+            if float(value):
+                samples[labels] = float(value)
+    return samples
+
+
+def check_every_response_completed(url: str) -> None:
+    """The server at ``url`` answered every ``/v1/responses`` request 200 and every
+    response it ran completed (its ``/metrics``)."""
+    metrics = httpx.get(f"{url}/metrics", timeout=10).text
+    answered = metric_samples(metrics, "openchatml_http_requests_total", 'route="/v1/responses"')
+    assert answered and all('status="200"' in labels for labels in answered), metrics
+    finished = metric_samples(metrics, "openchatml_responses_total")
+    assert finished and all('status="completed"' in labels for labels in finished), metrics

@@ -33,7 +33,7 @@ from cli_server import CliServer
 from live import ScriptedEngine, completion
 from openai import AsyncOpenAI
 from pydantic import BaseModel
-from recorder import RecordedServer
+from recorder import RecordedServer, check_every_response_completed
 
 import codex_harness
 from openchatml import Message, load_encoding
@@ -379,20 +379,4 @@ def test_streamed_run_against_the_tiny_model(tiny_server: CliServer) -> None:
     events = served_by(tiny_server.url, stream)
     assert len(calls) >= 1, tiny_server.log()[-4000:]
     assert "tool_output" in [e.name for e in events if e.type == "run_item_stream_event"]
-    metrics = httpx.get(f"{tiny_server.url}/metrics", timeout=10).text
-    answered = metric_samples(metrics, "openchatml_http_requests_total", 'route="/v1/responses"')
-    assert answered and all('status="200"' in labels for labels in answered), metrics
-    finished = metric_samples(metrics, "openchatml_responses_total")
-    assert finished and all('status="completed"' in labels for labels in finished), metrics
-
-
-def metric_samples(text: str, name: str, having: str = "") -> dict[str, float]:
-    """The non-zero samples of the Prometheus metric ``name`` whose labels hold ``having``,
-    by their labels."""
-    samples: dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith(name + "{") and having in line:
-            labels, value = line[len(name) :].rsplit(" ", 1)
-            if float(value):
-                samples[labels] = float(value)
-    return samples
+    check_every_response_completed(tiny_server.url)

@@ -20,7 +20,7 @@ import httpx
 import pytest
 from cli_server import CliServer
 from live import ScriptedEngine, completion
-from recorder import RecordedServer
+from recorder import RecordedServer, check_every_response_completed
 
 from codex_harness import CodexHome, CodexRun, NodeClients, codex_config
 from openchatml import Message, load_encoding
@@ -192,23 +192,7 @@ def test_exec_against_the_tiny_model(
     check_ran(run)
     kinds = [event.get("type") for event in run.events()]
     assert "turn.completed" in kinds and "turn.failed" not in kinds, run
-    metrics = httpx.get(f"{tiny_server.url}/metrics", timeout=10).text
-    answered = metric_samples(metrics, "openchatml_http_requests_total", 'route="/v1/responses"')
-    assert answered and all('status="200"' in labels for labels in answered), metrics
-    finished = metric_samples(metrics, "openchatml_responses_total")
-    assert finished and all('status="completed"' in labels for labels in finished), metrics
-
-
-def metric_samples(text: str, name: str, having: str = "") -> dict[str, float]:
-    """The non-zero samples of the Prometheus metric ``name`` whose labels hold ``having``,
-    by their labels."""
-    samples: dict[str, float] = {}
-    for line in text.splitlines():
-        if line.startswith(name + "{") and having in line:
-            labels, value = line[len(name) :].rsplit(" ", 1)
-            if float(value):
-                samples[labels] = float(value)
-    return samples
+    check_every_response_completed(tiny_server.url)
 
 
 def test_the_documented_config_is_the_tested_one() -> None:
