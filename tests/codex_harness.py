@@ -156,6 +156,20 @@ def _npm_env() -> dict[str, str]:
     return env
 
 
+def _debian_npm() -> str | None:
+    """``npm`` from Debian's packages (with node), installed as root where apt-get is; the
+    path of ``npm`` then, else ``None``."""
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        return None
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    for step in (["install"], ["update", "-q"], ["install"]):
+        command = ["apt-get", *step, *(["-y", "-q", "nodejs", "npm"] if step == ["install"] else [])]
+        subprocess.run(command, env=env, check=False, capture_output=True, timeout=900)
+        if step == ["install"] and shutil.which("npm") is not None:
+            break
+    return shutil.which("npm")
+
+
 def ensure_node_clients(home: Path | None = None) -> NodeClients:
     """Codex, the JavaScript SDK and the Agents SDK, installed on first use; returns where
     they are.
@@ -166,7 +180,7 @@ def ensure_node_clients(home: Path | None = None) -> NodeClients:
     root = node_clients_dir(home)
     if _is_ready(root):
         return NodeClients(root, 0.0)
-    npm = shutil.which("npm")
+    npm = shutil.which("npm") or _debian_npm()
     if npm is None:
         raise NpmMissingError("the client tests need npm and node (Debian: apt-get install npm)")
     started = time.monotonic()
