@@ -13,6 +13,7 @@ import pytest
 from openchatml import Message, Renderer
 from openchatml.engines.base import SamplingParams
 from openchatml.responses.call_rules import CallRules, later_steps
+from openchatml.responses.code_calls import CodeCalls
 from openchatml.responses.dialect import constrained, step_params
 from openchatml.responses.grammar import ModelFormat, response_grammar
 from openchatml.responses.input import PromptSettings, system_message
@@ -95,7 +96,9 @@ def _events(choice: Any, *messages: Message) -> list[dict[str, Any]]:
     """The events of a response whose model wrote ``messages`` (ending in a call left
     unrun), under the rules of ``tool_choice``."""
     forced = request(choice)
-    stream = EventBuilder(ResponseState("resp_1", forced, "m"), rules=CallRules.of(forced), container="c1")
+    state = ResponseState("resp_1", forced, "m")
+    python = CodeCalls(state.output, "c1", offered=forced.code_interpreter is not None, outputs=False)
+    stream = EventBuilder(state, rules=CallRules.of(forced), hosted=[python])
     ids = [t for m in messages for t in Renderer().message_tokens(m)][2:]
     return [event.to_json() for event in stream.begin() + stream.feed(ids) + stream.finish("stop")]
 

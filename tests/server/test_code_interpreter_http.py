@@ -21,7 +21,7 @@ from sdk import validate_openai_event, validate_openai_response
 
 from openchatml import Message
 from openchatml.core.encoding import load_encoding
-from openchatml.server.runner import kernel_name
+from openchatml.server.hosted import kernel_name
 from openchatml.server.settings import PythonSettings, ServiceSettings
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "tools" / "python"))

@@ -20,11 +20,10 @@ as OpenAI's API streams them:
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from ..core.events import Header
 from ..core.messages import Role
 from ..tools.base import ImageOutput, LogOutput, ToolResult
+from .hosted_calls import HostedWriter, Numbering
 from .request_tools import PYTHON
 from .wire.events import (
     CodeInterpreterCallCodeDelta,
@@ -37,9 +36,6 @@ from .wire.events import (
     StreamEvent,
 )
 from .wire.items import CodeImage, CodeInterpreterCall, CodeLogs, CodeOutput, OutputItem
-
-Numbering = Callable[[], int]
-"""Gives the next event's sequence number."""
 
 
 def code_outputs(result: ToolResult) -> tuple[CodeOutput, ...]:
@@ -63,6 +59,11 @@ class CodeCallWriter:
     def __init__(self, item: CodeInterpreterCall, index: int) -> None:
         self.item = item
         self.index = index
+
+    @property
+    def item_id(self) -> str:
+        """The call's item id."""
+        return self.item.id
 
     def opened(self, number: Numbering) -> list[StreamEvent]:
         """``output_item.added`` and ``code_interpreter_call.in_progress``."""
@@ -117,22 +118,22 @@ class CodeCalls:
         self.pending: CodeCallWriter | None = None
         """The call written last, waiting for its run."""
 
-    def calls_python(self, header: Header) -> bool:
-        """Whether ``header`` opens a python call, the code interpreter being offered."""
-        return self.offered and header.author.role is Role.ASSISTANT and header.recipient == PYTHON
+    def claims(self, header: Header) -> str | None:
+        """``python`` when ``header`` opens a python call, the code interpreter being offered."""
+        calls = self.offered and header.author.role is Role.ASSISTANT and header.recipient == PYTHON
+        return PYTHON if calls else None
 
-    def open(self, number: Numbering) -> tuple[CodeCallWriter, list[StreamEvent]]:
+    def open(self, header: Header, number: Numbering) -> tuple[CodeCallWriter, list[StreamEvent]]:
         """A new call at the end of the output (``in_progress``): its writer and events."""
         call = CodeInterpreterCall(code="", container_id=self.container, status="in_progress")
         self.output.append(call)
         writer = CodeCallWriter(call, len(self.output) - 1)
         return writer, writer.opened(number)
 
-    def close(
-        self, writer: CodeCallWriter, code: str, complete: bool, number: Numbering
-    ) -> list[StreamEvent]:
+    def close(self, writer: HostedWriter, code: str, complete: bool, number: Numbering) -> list[StreamEvent]:
         """The call of ``writer`` is written (``complete``: ended by ``<|call|>``, it waits
         for its run; else it ends ``incomplete``)."""
+        assert isinstance(writer, CodeCallWriter)
         events = writer.written(code, complete, number)
         self.output[writer.index] = writer.item
         self.pending = writer if complete else None

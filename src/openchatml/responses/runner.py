@@ -240,10 +240,10 @@ async def run_loop_events(
                 elif isinstance(step, StepEnded):
                     reason = "length" if step.reason is StepEnd.LENGTH else "stop"
                 elif isinstance(step, HostedCallStarted):
-                    for event in stream.code_running():
+                    for event in stream.hosted_running():
                         yield event
                 else:
-                    for event in stream.code_finished(step.result):
+                    for event in stream.hosted_finished(step.result):
                         yield event
                     stream.next_step()
     except EngineError as exc:

@@ -17,7 +17,7 @@ header                                        item
 ``to=functions.NAME``, a client's tool        ``shell_call`` … (:mod:`.client_calls`)
 ``to=functions.NAME`` (any other recipient)   ``function_call`` (fresh ``call_id``)
 ``to=NAMESPACE.NAME``                         as above, with ``namespace`` (:mod:`.tool_index`)
-``to=python``, the code interpreter offered   ``code_interpreter_call`` (:mod:`.code_calls`)
+a hosted tool's call (``to=python`` …)       its item (:mod:`.hosted_calls`)
 ``final`` channel, or none                    ``message``, ``phase: final_answer``
 ``commentary`` channel                        ``message``, ``phase: commentary``
 ``analysis`` or any other channel             ``reasoning`` (content ``reasoning_text``)
@@ -62,13 +62,12 @@ from ..engines.base import TokenLogprob
 from ..tools.base import ToolResult
 from .call_rules import CallRules
 from .client_calls import ClientCallWriter
-from .code_calls import CodeCalls, CodeCallWriter
 from .crypto import Sealer
 from .custom_tools import InputArgument
+from .hosted_calls import HostedCalls, HostedWriter
 from .input import REASONING_KIND
 from .logprobs import table_bytes, wire_logprobs
 from .output_items import ItemKind, item_kind, new_item
-from .request_tools import PYTHON
 from .resource import ResponseState, Usage
 from .tool_index import ToolIndex, item_call_name
 from .wire.content import LogProb, OutputText, ReasoningText, SummaryText
@@ -152,7 +151,9 @@ class _Open:
     logprobs: list[LogProb] = field(default_factory=list)
     reader: InputArgument | None = None
     client: ClientCallWriter | None = None
-    code: CodeCallWriter | None = None
+    hosted: HostedWriter | None = None
+    hosted_calls: HostedCalls | None = None
+    """The hosted tool whose call this is, and its writer."""
     held: bool = False
     """A call whose events wait until it is complete and checked (see ``rules``)."""
 
@@ -200,7 +201,7 @@ class EventBuilder:
         custom_input: CustomInput | None = None,
         rules: CallRules | None = None,
         hold_calls: bool = False,
-        container: str = "",
+        hosted: Sequence[HostedCalls] = (),
     ) -> None:
         self.state = state
         self._parser: TokenParser = parser or StreamParser(
@@ -231,12 +232,7 @@ class EventBuilder:
         self._hold_calls = hold_calls and rules is not None
         self._calls = 0  # calls that reached the output
         self._violation = ""  # why the model broke the rules, once it did
-        self.code_calls = CodeCalls(
-            state.output,
-            container,
-            offered=request.code_interpreter is not None,
-            outputs=request.wants_code_outputs,
-        )
+        self.hosted = tuple(hosted)
         self.finished = False
 
     # --- events -----------------------------------------------------------------------
@@ -369,13 +365,16 @@ class EventBuilder:
 
     def _start(self, header: Header) -> list[StreamEvent]:
         out = self._close("incomplete") if self._open is not None else []
-        if self.code_calls.calls_python(header):
-            refusal = self._rules.name_refusal(PYTHON) if self._rules is not None else ""
+        for calls in self.hosted:
+            name = calls.claims(header)
+            if name is None:
+                continue
+            refusal = self._rules.name_refusal(name) if self._rules is not None else ""
             self._violation = self._violation or refusal
             if refusal:  # a call the request does not allow: nothing of it is shown
                 return out
-            writer, events = self.code_calls.open(self._next)
-            self._open = _Open(writer.index, "code_interpreter_call", writer.item.id, code=writer)
+            writer, events = calls.open(header, self._next)
+            self._open = _Open(writer.index, "hosted", writer.item_id, hosted=writer, hosted_calls=calls)
             return out + events
         kind = item_kind(header, self._tools)
         if kind is None:
@@ -424,8 +423,8 @@ class EventBuilder:
             return []
         current.parts.append(text)
         kind = current.kind
-        if current.code is not None:
-            return current.code.delta(text, self._next)
+        if current.hosted is not None:
+            return current.hosted.delta(text, self._next)
         if current.client is not None:
             return current.client.delta(text, self._next)
         if kind == "message":
@@ -456,9 +455,9 @@ class EventBuilder:
         out: list[StreamEvent] = []
         if current.client is not None:
             return self._close_client(current.client, text, status)
-        if current.code is not None:
+        if current.hosted is not None and current.hosted_calls is not None:
             self._calls += status == "completed"
-            return self.code_calls.close(current.code, text, status == "completed", self._next)
+            return current.hosted_calls.close(current.hosted, text, status == "completed", self._next)
         if isinstance(item, FunctionCall | CustomToolCall):
             return self._close_call(current, item, text, status)
         elif isinstance(item, AssistantMessage):
@@ -544,15 +543,15 @@ class EventBuilder:
             return self._rules.refusal(name, payload)
         return self._rules.name_refusal(name)
 
-    # --- hosted python calls ---------------------------------------------------------
+    # --- hosted calls ----------------------------------------------------------------
 
-    def code_running(self) -> list[StreamEvent]:
-        """The python call just written starts running: ``interpreting``."""
-        return self.code_calls.running(self._next)
+    def hosted_running(self) -> list[StreamEvent]:
+        """The hosted call just written starts running (see :mod:`.hosted_calls`)."""
+        return [event for calls in self.hosted for event in calls.running(self._next)]
 
-    def code_finished(self, result: ToolResult) -> list[StreamEvent]:
-        """The python call ran and gave ``result``: its last events (see :mod:`.code_calls`)."""
-        return self.code_calls.finished(result, self._next)
+    def hosted_finished(self, result: ToolResult) -> list[StreamEvent]:
+        """The hosted call ran and gave ``result``: its last events."""
+        return [event for calls in self.hosted for event in calls.finished(result, self._next)]
 
     def next_step(self) -> None:
         """The model writes again after a tool's reply: the ids fed next begin a new
@@ -636,7 +635,8 @@ class EventBuilder:
             self._pair(closing, events)
         out = early + self._translate(events)
         out += self._close("completed" if reason == "stop" else "incomplete")
-        out += self.code_calls.abandoned(self._next)  # a python call the loop did not run
+        for calls in self.hosted:  # a hosted call the loop did not run
+            out += calls.abandoned(self._next)
         code, broken = "invalid_tool_call", self._violation
         if not broken and reason == "stop" and self._rules is not None:
             broken = self._rules.unmet(self._calls)

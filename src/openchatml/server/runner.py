@@ -21,7 +21,7 @@ from ..responses import ids
 from ..responses.agent_loop import AgentLoop
 from ..responses.call_rules import CallRules
 from ..responses.crypto import Sealer
-from ..responses.dialect import Dialect, HarmonyDialect, step_params
+from ..responses.dialect import Dialect, step_params
 from ..responses.errors import RequestError
 from ..responses.grammar import check_gbnf_custom_tools
 from ..responses.input import build_conversation
@@ -32,16 +32,15 @@ from ..responses.stream import EventBuilder
 from ..responses.summary import summary_deltas
 from ..responses.wire import InputItem
 from ..responses.wire.events import ResponseCompleted, StreamEvent
-from ..responses.wire.items import CodeInterpreterCall
 from ..responses.wire.resource import ErrorPayload
-from ..tools.python import KernelPool, PythonTool
-from ..tools.router import CallBudget, ToolRouter
+from ..tools.router import CallBudget
 from .admission import Admission, Ticket
 from .conversations import ConversationService, ConversationTurn
+from .hosted import HostedSession, HostedTools
 from .metrics import Metrics
 from .records import FINAL_EVENTS, ResponseRecords
 from .runs import Run, RunRegistry
-from .settings import PythonSettings, ServiceSettings
+from .settings import ServiceSettings
 
 log = logging.getLogger("openchatml.server")
 
@@ -62,10 +61,10 @@ class ResponseRunner:
         records: ResponseRecords,
         runs: RunRegistry,
         conversations: ConversationService,
-        kernels: KernelPool | None = None,
+        hosted: HostedTools | None = None,
     ) -> None:
         self.engine = engine
-        self.kernels = kernels
+        self.hosted = hosted or HostedTools(settings, dialect, kernels=None)
         self.dialect = dialect
         self.sealer = sealer
         self.settings = settings
@@ -125,7 +124,7 @@ class ResponseRunner:
         """:meth:`start` with the response's place reserved (``ticket``), which its run
         gives back when it ends, and its conversation held (``turn``) until it ends."""
         model = self.check_model(request.model)
-        self._check_hosted(request)
+        self.hosted.check(request)
         history, new_input = await self.records.items(request, owner, local_history)
         if turn is not None:
             turn.input = list(new_input)
@@ -138,10 +137,10 @@ class ResponseRunner:
             status="queued" if request.background else "in_progress",
             default_effort=self.settings.prompt.reasoning_effort.value,
         )
-        container = kernel_key(request, history, state.id) if request.code_interpreter is not None else ""
+        hosted = await self.hosted.session(state, owner, history)
         builder = EventBuilder(
             state,
-            container=container,
+            hosted=hosted.calls,
             prompt_tokens=len(prepared.prompt),
             sealer=self.sealer,
             parser=self.dialect.parser(request, prepared),
@@ -158,7 +157,7 @@ class ResponseRunner:
         created = self.records.create(state, owner, new_input) if stored else None
         # the engine starts while the store writes: no prefill waits on the database
         run.task = asyncio.create_task(
-            self._drive(run, builder, prepared, created, turn), name=f"response {state.id}"
+            self._drive(run, builder, prepared, created, turn, hosted), name=f"response {state.id}"
         )
         run.task.add_done_callback(lambda _: ticket.release())  # even if it never ran
         if created is not None and request.background:
@@ -207,6 +206,7 @@ class ResponseRunner:
         prepared: Prepared,
         created: asyncio.Future[None] | None,
         turn: ConversationTurn | None = None,
+        hosted: HostedSession | None = None,
     ) -> None:
         """Run the engine into ``run``'s events once its ticket holds a running slot (given
         back when the engine is done, whatever the end); with ``created`` (the store's first
@@ -221,7 +221,8 @@ class ResponseRunner:
                 await run.ticket.acquire()
             self.metrics.started()
             running = True
-            events = self._events(builder, prepared, run.owner) if generate else warm_up_events(builder)
+            session = hosted or HostedSession()
+            events = self._events(builder, prepared, session) if generate else warm_up_events(builder)
             async for event in events:
                 kind = event.type
                 if first_token is None and kind.endswith(".delta"):
@@ -248,6 +249,9 @@ class ResponseRunner:
         finally:
             if turn is not None:  # cancelled or failed: let go of the conversation, adding nothing
                 await self.conversations.release(turn)
+            if hosted is not None:
+                with contextlib.suppress(Exception):
+                    await hosted.close()
             await self._end(run, builder, created, started, first_token, running)
 
     async def _end(
@@ -277,35 +281,17 @@ class ResponseRunner:
                 await asyncio.shield(self.records.save_after(created, state))
         self.runs.forget_later(run)
 
-    def _check_hosted(self, request: ResponseRequest) -> None:
-        """Refuse (400) a code interpreter this server cannot run: python is off, or the
-        model does not write Harmony."""
-        if request.code_interpreter is None:
-            return
-        position = next(i for i, tool in enumerate(request.all_tools) if tool is request.code_interpreter)
-        if self.kernels is None or not isinstance(self.dialect, HarmonyDialect):
-            why = "the hosted python tool is off (see 'openchatml serve --python')"
-            if self.kernels is not None:
-                why = "the hosted python tool runs for gpt-oss (Harmony) models only"
-            raise RequestError(
-                f"The tool 'code_interpreter' cannot be used on this server: {why}.",
-                param=f"tools[{position}].type",
-                code="unsupported_tool_type",
-            )
-
-    def _events(self, builder: EventBuilder, prepared: Prepared, owner: str) -> AsyncIterator[StreamEvent]:
-        """The events of the response: through the agent loop where the request offers the
-        code interpreter (the python call forced on the first step only by a
-        ``{"type": "code_interpreter"}`` choice), else straight from the engine."""
+    def _events(
+        self, builder: EventBuilder, prepared: Prepared, hosted: HostedSession
+    ) -> AsyncIterator[StreamEvent]:
+        """The events of the response: through the agent loop where the request offers a
+        hosted tool (a forced hosted call forced on the first step only), else straight
+        from the engine."""
         request = builder.state.request
-        if request.code_interpreter is None or self.kernels is None:
+        if hosted.empty:
             summarize = self._summarizer(request.reasoning_summary)
             return run_events(self.engine, prepared, builder, summarize=summarize)
-        python = self.settings.python or PythonSettings()
-        tool = PythonTool(
-            self.kernels, kernel_name(owner, builder.code_calls.container), timeout=python.timeout
-        )
-        router = ToolRouter([tool], default_deadline_ms=int(python.timeout * 1000) + 5000)
+        router = hosted.router()
         budget = CallBudget(request.max_tool_calls) if request.max_tool_calls is not None else None
         loop = AgentLoop(self.engine, router, budget=budget)
         return run_loop_events(loop, prepared, builder, params_for=step_params(prepared, request))
@@ -321,24 +307,6 @@ class ResponseRunner:
             )
 
         return summarize
-
-
-def kernel_key(request: ResponseRequest, history: Sequence[InputItem], response_id: str) -> str:
-    """The key of the python kernel a response runs its code in (its ``container_id``):
-    the conversation's id; else the container of the last code interpreter call of the
-    ``previous_response_id`` chain (the kernel of the chain's first python call); else
-    the response's own id. State thus survives across turns of a conversation or a chain;
-    a new chain gets a fresh kernel, as does one whose kernel another server ran."""
-    if request.conversation is not None:
-        return request.conversation
-    calls = [item for item in history if isinstance(item, CodeInterpreterCall) and item.container_id]
-    return calls[-1].container_id if calls else response_id
-
-
-def kernel_name(owner: str, container: str) -> str:
-    """The kernel pool's key for ``owner``'s ``container``: a kernel is its owner's, so a
-    container id another API key names in its input reaches none of that kernel's state."""
-    return f"{owner}\n{container}"
 
 
 async def warm_up_events(builder: EventBuilder) -> AsyncIterator[StreamEvent]:

@@ -31,6 +31,7 @@ from ..tools.python import KernelPool, Sandbox
 from .admission import Admission
 from .conversations import ConversationService
 from .coordination import Coordinator
+from .hosted import HostedTools
 from .metrics import Metrics
 from .notices import Notices
 from .records import ResponseRecords
@@ -86,9 +87,10 @@ class ResponseService:
         self.conversations = ConversationService(store, self.settings)
         self.coordinator = Coordinator(store, self.runs, notices, self.settings)
         self.kernels = _kernel_pool(self.settings.python)
+        self.hosted = HostedTools(self.settings, self.dialect, kernels=self.kernels)
         self.runner = ResponseRunner(
             engine,
-            kernels=self.kernels,
+            hosted=self.hosted,
             dialect=self.dialect,
             sealer=sealer,
             settings=self.settings,

@@ -1,0 +1,73 @@
+"""What the event builder asks of each kind of call the server runs for the model.
+
+Theory of operation. A response's :class:`~.stream.EventBuilder` holds one
+:class:`HostedCalls` per hosted tool the request offers (the code interpreter's
+``python``, the browser, an MCP server). When the model opens a message, the builder asks
+each in turn whether the header opens one of its calls (:meth:`HostedCalls.claims`); the
+first that says yes opens the call's item and gives a :class:`HostedWriter` for its body.
+The agent loop then runs the call, and the builder relays the run to every kind
+(:meth:`HostedCalls.running`, :meth:`HostedCalls.finished`): only the kind whose call
+waits answers with events. A call left unrun when the response ends is
+:meth:`HostedCalls.abandoned`. Every method takes :data:`Numbering`, which gives the next
+event's sequence number, and returns the events in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from ..core.events import Header
+from ..tools.base import ToolResult
+from .wire.events import StreamEvent
+
+Numbering = Callable[[], int]
+"""Gives the next event's sequence number."""
+
+
+class HostedWriter(Protocol):
+    """The item of one hosted call being written: its place in the output, its id."""
+
+    @property
+    def index(self) -> int:
+        """The item's index in the response's output."""
+        ...
+
+    @property
+    def item_id(self) -> str:
+        """The item's id."""
+        ...
+
+    def delta(self, text: str, number: Numbering) -> list[StreamEvent]:
+        """The events of more of the call's body."""
+        ...
+
+
+class HostedCalls(Protocol):
+    """The calls of one hosted tool in one response (see the module docstring)."""
+
+    def claims(self, header: Header) -> str | None:
+        """The call name the request's rules know (``python``, ``web_search`` …) when
+        ``header`` opens a call of this tool, else ``None``."""
+        ...
+
+    def open(self, header: Header, number: Numbering) -> tuple[HostedWriter, list[StreamEvent]]:
+        """A new call at the end of the output: its writer and first events."""
+        ...
+
+    def close(self, writer: HostedWriter, body: str, complete: bool, number: Numbering) -> list[StreamEvent]:
+        """The call of ``writer`` is written (``complete``: ended by ``<|call|>``, it waits
+        for its run; else it ends ``incomplete``)."""
+        ...
+
+    def running(self, number: Numbering) -> list[StreamEvent]:
+        """The waiting call starts running (nothing when none of this tool's waits)."""
+        ...
+
+    def finished(self, result: ToolResult, number: Numbering) -> list[StreamEvent]:
+        """The waiting call gave ``result`` (nothing when none of this tool's waits)."""
+        ...
+
+    def abandoned(self, number: Numbering) -> list[StreamEvent]:
+        """The response ends with this tool's call unrun: it ends ``incomplete``."""
+        ...
