@@ -118,6 +118,10 @@ class CodeCalls:
         self.pending: CodeCallWriter | None = None
         """The call written last, waiting for its run."""
 
+    def opening(self, number: Numbering) -> list[StreamEvent]:
+        """Nothing: python adds no item before the model samples."""
+        return []
+
     def claims(self, header: Header) -> str | None:
         """``python`` when ``header`` opens a python call, the code interpreter being offered."""
         calls = self.offered and header.author.role is Role.ASSISTANT and header.recipient == PYTHON

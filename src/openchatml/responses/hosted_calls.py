@@ -7,7 +7,8 @@ each in turn whether the header opens one of its calls (:meth:`HostedCalls.claim
 first that says yes opens the call's item and gives a :class:`HostedWriter` for its body.
 The agent loop then runs the call, and the builder relays the run to every kind
 (:meth:`HostedCalls.running`, :meth:`HostedCalls.finished`): only the kind whose call
-waits answers with events. A call left unrun when the response ends is
+waits answers with events. Items a tool adds before the model samples (an MCP server's
+tool list) come right after the response opens (:meth:`HostedCalls.opening`). A call left unrun when the response ends is
 :meth:`HostedCalls.abandoned`. Every method takes :data:`Numbering`, which gives the next
 event's sequence number, and returns the events in order.
 """
@@ -45,6 +46,11 @@ class HostedWriter(Protocol):
 
 class HostedCalls(Protocol):
     """The calls of one hosted tool in one response (see the module docstring)."""
+
+    def opening(self, number: Numbering) -> list[StreamEvent]:
+        """Items the tool adds before the model samples (an MCP server's tool list), with
+        their events; most tools add none."""
+        ...
 
     def claims(self, header: Header) -> str | None:
         """The call name the request's rules know (``python``, ``web_search`` …) when

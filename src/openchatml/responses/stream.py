@@ -251,12 +251,15 @@ class EventBuilder:
         return kind(self._next(), self.state.resource())
 
     def begin(self) -> list[StreamEvent]:
-        """``response.created`` then ``response.in_progress`` (``response.queued`` first when queued)."""
+        """``response.created`` then ``response.in_progress`` (``response.queued`` first when
+        queued), then the items hosted tools add before sampling."""
         out: list[StreamEvent] = [self._snapshot(ResponseCreated)]
         if self.state.status == "queued":
             out.append(self._snapshot(ResponseQueued))
             self.state.status = "in_progress"
         out.append(self._snapshot(ResponseInProgress))
+        for calls in self.hosted:
+            out += calls.opening(self._next)
         return out
 
     def usage(self) -> Usage:
