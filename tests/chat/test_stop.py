@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from openchatml.chat.stop import StopCutter
@@ -78,6 +78,7 @@ def test_without_stops_every_piece_passes_as_it_came() -> None:
     st.lists(st.text(alphabet="abEND\n", min_size=1, max_size=4), min_size=1, max_size=4),
     st.lists(st.integers(1, 29), max_size=5),
 )
+@example("DaD", ["a", "DaD"], [2])  # a longer stop began before a shorter one was seen whole
 def test_any_split_gives_the_reference_cut(text: str, stops: list[str], places: list[int]) -> None:
     bounds = sorted({p for p in places if p < len(text)})
     pieces = [text[a:b] for a, b in itertools.pairwise([0, *bounds, len(text)])]

@@ -4,8 +4,9 @@ Theory of operation. A :class:`StopCutter` is fed the answer's text piece by pie
 piece with what came with it (its tokens' log probabilities). It gives back at once the
 text that can no longer be the start of a stop sequence, and holds back the rest: the
 longest end of the text so far that begins some stop sequence. When a stop sequence
-appears, the text before it is given and the cutter is :attr:`~StopCutter.stopped`: it
-takes nothing more. At the end, :meth:`~StopCutter.flush` gives what it held back.
+appears, and no longer one that began before it may still come, the text before it is
+given and the cutter is :attr:`~StopCutter.stopped`: it takes nothing more. At the end,
+:meth:`~StopCutter.flush` gives what it held back (cut at a stop sequence it holds).
 
 What came with a piece goes out with the first of the piece's text that goes out; the
 pieces that wrote only the stop sequence (or what followed it) are dropped with theirs.
@@ -46,17 +47,28 @@ class StopCutter(Generic[T]):
             return [(text, extras)]
         self._held.append(_Piece(text, extras))
         pending = "".join(piece.text for piece in self._held)
-        cut = min((at for at in (pending.find(stop) for stop in self.stops) if at >= 0), default=-1)
+        cut = self._first_stop(pending)
+        unfinished = len(pending) - self._possible_start(pending)
+        if cut >= 0 and cut <= unfinished:  # no longer stop could still begin before it
+            self.stopped = True
+            return self._release(cut, keep_cut=True)
+        return self._release(unfinished, keep_cut=False)
+
+    def flush(self) -> list[tuple[str, tuple[T, ...]]]:
+        """What was held back: cut at a stop sequence it holds (a longer one that began
+        earlier never came), else all of it (the answer ended without a stop sequence)."""
+        if self.stopped:
+            return []
+        pending = "".join(piece.text for piece in self._held)
+        cut = self._first_stop(pending)
         if cut >= 0:
             self.stopped = True
             return self._release(cut, keep_cut=True)
-        return self._release(len(pending) - self._possible_start(pending), keep_cut=False)
+        return self._release(len(pending), keep_cut=False)
 
-    def flush(self) -> list[tuple[str, tuple[T, ...]]]:
-        """What was held back (the answer ended without a stop sequence)."""
-        if self.stopped:
-            return []
-        return self._release(sum(len(piece.text) for piece in self._held), keep_cut=False)
+    def _first_stop(self, text: str) -> int:
+        """Where the first stop sequence in ``text`` begins (``-1``: none does)."""
+        return min((at for at in (text.find(stop) for stop in self.stops) if at >= 0), default=-1)
 
     def _possible_start(self, text: str) -> int:
         """The length of the longest end of ``text`` that begins a stop sequence."""
