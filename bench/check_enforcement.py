@@ -3,10 +3,15 @@ through the official SDK, over random-weight models that left alone never call a
 
 Usage: ``.venv/bin/python bench/check_enforcement.py [--trials 200] [--upstream-trials 50]
 [--engines transformers,vllm,llamacpp] [--models tiny-random,tiny-chat-qwen3,tiny-chat-llama]
-[--modes required,named,…] [--markdown]`` (``make check-enforcement``).
+[--templates qwen3:PATH.jinja,…] [--modes required,named,…] [--markdown]``
+(``make check-enforcement``).
 
 Each engine serves each model it can: in process (``openchatml serve --model NAME``), or
 through a real vLLM (CPU) / llama-server started here (``--upstream``; the tiny gpt-oss).
+``--templates`` adds, in process, a random-weight model of a family (``qwen3``, ``llama``)
+around any chat template (:func:`~openchatml.demo_models.tiny_chat.ensure_tiny_chat_model`):
+a template whose prompt opens the reasoning (DeepSeek-R1's ``<think>\\n``, Qwen3.5's) is
+checked so, with the modes of :data:`REASONING_MODES` besides.
 Each trial is one response at temperature 1 with its own seed, judged from what the client
 receives:
 
@@ -19,7 +24,12 @@ receives:
   conforming);
 * ``failed`` — the server refused what the model wrote (a call it could not enforce),
   saying so in the response's error: nothing invalid reached the client;
-* ``violating`` — a complete response that breaks the contract (the goal: none).
+* ``violating`` — a complete response that breaks the contract (the goal: none); under
+  ``reasoning.effort: "none"`` (:data:`REASONING_MODES`, template models only) a reasoning
+  item with text breaks it too.
+
+Per mode, ``reasoned`` counts the conforming trials whose output has reasoning before the
+call or the answer (a forced call does not skip the thinking the model starts with).
 
 A mode the model's format cannot express (a Lark custom tool on a chat template whose calls
 carry JSON arguments) is refused with a 400 before any generation: shown as ``refused``.
@@ -152,6 +162,7 @@ class Mode:
     body: dict[str, Any]
     must_call: bool
     may_call: frozenset[str]
+    no_reasoning: bool = False
 
 
 MODES: dict[str, Mode] = {
@@ -198,6 +209,26 @@ MODES: dict[str, Mode] = {
         ),
     )
 }
+REASONING_MODES: dict[str, Mode] = {
+    mode.name: mode
+    for mode in (
+        Mode(
+            "required effort-none",
+            {"tools": [WEATHER, TIME], "tool_choice": "required", "reasoning": {"effort": "none"}},
+            True,
+            frozenset({"get_weather", "get_time"}),
+            no_reasoning=True,
+        ),
+        Mode(
+            "json_schema effort-none",
+            {"reasoning": {"effort": "none"}},
+            False,
+            frozenset(),
+            no_reasoning=True,
+        ),
+    )
+}
+"""Modes of template models only: ``reasoning.effort: "none"`` (gpt-oss reads it as ``low``)."""
 SCHEMAS = {tool["name"]: tool["parameters"] for tool in (WEATHER, TIME, TRIP)}
 
 
@@ -205,6 +236,18 @@ SCHEMAS = {tool["name"]: tool["parameters"] for tool in (WEATHER, TIME, TRIP)}
 class Trial:
     verdict: Verdict
     why: str = ""
+    reasoned: bool = False
+    """Reasoning with text came before the call or the answer."""
+
+
+def reasoned(output: list[dict[str, Any]]) -> bool:
+    """Whether ``output`` holds a reasoning item with text."""
+    return any(item["type"] == "reasoning" and _reasoning_text(item) for item in output)
+
+
+def _reasoning_text(item: dict[str, Any]) -> str:
+    parts = [*(item.get("content") or []), *(item.get("summary") or [])]
+    return "".join(str(part.get("text") or "") for part in parts).strip()
 
 
 def judge_calls(mode: Mode, output: list[dict[str, Any]]) -> str:
@@ -232,10 +275,14 @@ def run_trial(client: openai.OpenAI, model: str, mode: Mode, seed: int, budget: 
     """One response of ``mode``, judged."""
     common: dict[str, Any] = {"model": model, "max_output_tokens": budget, "temperature": 1.0, "store": False}
     extra = {"seed": seed}
-    if mode.name == "json_schema":
+    if mode.name.startswith("json_schema"):
         try:
             raw = client.responses.with_raw_response.parse(
-                input="Is Paris nice? Answer as JSON.", text_format=Verdicts, extra_body=extra, **common
+                input="Is Paris nice? Answer as JSON.",
+                text_format=Verdicts,
+                extra_body=extra,
+                **common,
+                **mode.body,
             )
         except openai.BadRequestError as exc:
             return Trial("refused", str(exc)[:200])
@@ -251,7 +298,7 @@ def run_trial(client: openai.OpenAI, model: str, mode: Mode, seed: int, budget: 
         messages = [item for item in parsed.output if item.type == "message"]
         if parsed.output_parsed is None or len(messages) != 1:
             return Trial("violating", f"{len(messages)} messages, parsed {parsed.output_parsed!r}")
-        return Trial("conforming")
+        return _judged(mode, raw.http_response.json()["output"], "")
     try:
         response = client.responses.create(
             input="What is the weather in Paris, and the time there?", extra_body=extra, **common, **mode.body
@@ -263,8 +310,16 @@ def run_trial(client: openai.OpenAI, model: str, mode: Mode, seed: int, budget: 
         return Trial("incomplete")
     if body["status"] == "failed":
         return Trial("failed", str(body.get("error")))
-    why = judge_calls(mode, body["output"])
-    return Trial("violating", why) if why else Trial("conforming")
+    return _judged(mode, body["output"], judge_calls(mode, body["output"]))
+
+
+def _judged(mode: Mode, output: list[dict[str, Any]], why: str) -> Trial:
+    """The verdict on a complete response's ``output`` (``why``: what breaks the calls'
+    contract, ``""``: nothing)."""
+    thought = reasoned(output)
+    if not why and mode.no_reasoning and thought:
+        why = "reasoning under effort none"
+    return Trial("violating", why, thought) if why else Trial("conforming", "", thought)
 
 
 @contextlib.contextmanager
@@ -272,8 +327,9 @@ def serving(engine: str, model: str, home: Path) -> Iterator[CliServer]:
     """``openchatml serve`` over ``model``: in process, or through a vLLM / llama-server
     started here (the tiny gpt-oss)."""
     if engine == "transformers":
+        served = str(template_model(model, home)) if is_template(model) else model
         server = CliServer(
-            ["--model", model, "--device", "cpu", "--store", "none"], home / model, timeout=600
+            ["--model", served, "--device", "cpu", "--store", "none"], home / label(model), timeout=600
         )
         try:
             yield server
@@ -306,6 +362,25 @@ def serving(engine: str, model: str, home: Path) -> Iterator[CliServer]:
             server.stop()
 
 
+def is_template(model: str) -> bool:
+    """Whether ``model`` is ``FAMILY:PATH`` of a chat template (see :func:`template_model`)."""
+    return model.endswith(".jinja")
+
+
+def label(model: str) -> str:
+    """A short name of ``model``: a template's file stem."""
+    return Path(model.split(":", 1)[-1]).stem if is_template(model) else model
+
+
+def template_model(spec: str, home: Path) -> Path:
+    """The folder of a random-weight model of family ``FAMILY`` (``qwen3`` without one)
+    around the chat template at ``PATH`` (``spec``: ``[FAMILY:]PATH``), built under ``home``."""
+    from openchatml.demo_models.tiny_chat import ensure_tiny_chat_model
+
+    family, _, path = spec.rpartition(":")
+    return ensure_tiny_chat_model(home, Path(path), family=family or "qwen3")
+
+
 def check(
     engine: str, model: str, modes: list[Mode], trials: int, budget: int, report: Callable[[str], None]
 ) -> dict[str, Counter[str]]:
@@ -324,28 +399,30 @@ def check(
                     tally["refused"] = trials
                     break
                 tally[trial.verdict] += 1
+                tally["reasoned"] += trial.verdict == "conforming" and trial.reasoned
                 if trial.verdict == "violating":
                     report(f"  VIOLATING {engine}/{model}/{mode.name} seed {seed}: {trial.why}")
             out[mode.name] = tally
             report(
-                f"{engine:12} {model:16} {mode.name:17} "
-                + " ".join(f"{v} {tally[v]:4}" for v in VERDICTS)
+                f"{engine:12} {label(model):16} {mode.name:17} "
+                + " ".join(f"{v} {tally[v]:4}" for v in (*VERDICTS, "reasoned"))
                 + f"  ({time.perf_counter() - started:.0f} s)"
             )
     return out
 
 
 def table(results: dict[tuple[str, str], dict[str, Counter[str]]], markdown: bool) -> str:
-    head = ["engine", "model", "mode", *VERDICTS, "complete"]
+    head = ["engine", "model", "mode", *VERDICTS, "complete", "reasoned"]
     rows = []
     for (engine, model), modes in results.items():
         for mode, tally in modes.items():
             if tally["refused"]:
-                rows.append([engine, model, mode, *("-" for _ in VERDICTS), "refused (400)"])
+                rows.append([engine, label(model), mode, *("-" for _ in VERDICTS), "refused (400)", "-"])
                 continue
-            total = sum(tally.values()) or 1
+            total = sum(tally[v] for v in VERDICTS) or 1
             complete = 100 * (total - tally["incomplete"]) / total
-            rows.append([engine, model, mode, *(str(tally[v]) for v in VERDICTS), f"{complete:.0f}%"])
+            counts = [str(tally[v]) for v in VERDICTS]
+            rows.append([engine, label(model), mode, *counts, f"{complete:.0f}%", str(tally["reasoned"])])
     if markdown:
         lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows])
@@ -361,17 +438,29 @@ def main() -> None:
     )
     parser.add_argument("--engines", default="transformers,vllm,llamacpp")
     parser.add_argument("--models", default="tiny-random,tiny-chat-qwen3,tiny-chat-llama", help="in process")
+    parser.add_argument(
+        "--templates", default="", help="in process, comma-separated FAMILY:PATH.jinja (qwen3 or llama)"
+    )
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated")
+    parser.add_argument(
+        "--reasoning-modes",
+        default=",".join(REASONING_MODES),
+        help="comma-separated, template models only ('' for none)",
+    )
     parser.add_argument("--budget", type=int, default=320, help="max_output_tokens of each trial")
     parser.add_argument("--markdown", action="store_true")
     args = parser.parse_args()
-    modes = [MODES[name.strip()] for name in args.modes.split(",")]
+    modes = [MODES[name.strip()] for name in args.modes.split(",") if name.strip()]
+    extra = [REASONING_MODES[name.strip()] for name in args.reasoning_modes.split(",") if name.strip()]
     results: dict[tuple[str, str], dict[str, Counter[str]]] = {}
     for engine in args.engines.split(","):
-        models = args.models.split(",") if engine == "transformers" else ["tiny-gpt-oss"]
+        models = [m for m in args.models.split(",") if m] if engine == "transformers" else ["tiny-gpt-oss"]
+        if engine == "transformers":
+            models += [t for t in args.templates.split(",") if t]
         trials = args.trials if engine == "transformers" else args.upstream_trials
         for model in models:
-            results[engine, model] = check(engine, model, modes, trials, args.budget, print)
+            own = modes + (extra if model.startswith("tiny-chat") or is_template(model) else [])
+            results[engine, model] = check(engine, model, own, trials, args.budget, print)
     print()
     print(table(results, args.markdown))
     violating = sum(t["violating"] for modes in results.values() for t in modes.values())

@@ -5,7 +5,13 @@
 The caller's variables whose names speak of thinking, reasoning, effort or budget are set
 to the values the template compares them with (else ``True``/``False``); the one whose
 values change the generation prompt after a user message, into values that close the
-reasoning (off) and values that do not (on), is the switch."""
+reasoning (off) and values that do not (on), is the switch.
+
+Some prompts open the reasoning whatever the caller sets (DeepSeek-R1's ``<think>\n``,
+Apriel's reasoning up to ``[BEGIN FINAL RESPONSE]``): :func:`open_reasoning` says whether
+what a prompt wrote of the answer leaves the reasoning open, and :func:`reasoning_closer`
+gives the text that closes it as an empty block, for thinking switched off where no switch
+can."""
 
 from __future__ import annotations
 
@@ -17,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..environment import ChatTemplate
+from ..format import ReasoningFormat, ReasoningMode
 from .closers import closing_candidates, ends_block
 from .diff import diff_split, markers
 from .probes import ProbeRenderer, tail_of
@@ -286,3 +293,30 @@ def _switch_of(
     if off_value is None and not efforts:
         return None
     return ThinkingSwitch(name, on_value, off_value, efforts)
+
+
+def open_reasoning(reasoning: ReasoningFormat, prefix: str) -> bool:
+    """Whether a model's output starts inside its reasoning, given ``prefix`` (what the
+    prompt already wrote of the answer): the prefix opens the block and does not close it
+    (``<think>\\n``), or, where the reasoning has no start marker and runs up to its end
+    marker (a delimiter), that marker is not written yet."""
+    if reasoning.mode is ReasoningMode.NONE or not reasoning.end:
+        return False
+    end = reasoning.end.strip() or reasoning.end
+    if reasoning.mode is ReasoningMode.TAGS and reasoning.start:
+        start = reasoning.start.strip() or reasoning.start
+        opened = prefix.rfind(start)
+        return opened >= 0 and prefix.find(end, opened) < 0
+    return end not in prefix
+
+
+def reasoning_closer(reasoning: ReasoningFormat, prefix: str) -> str:
+    """The text that closes the reasoning ``prefix`` leaves open (:func:`open_reasoning`)
+    as an empty block: ``"\\n</think>\\n\\n"`` after ``"<think>\\n"``, as Qwen3's prompt
+    with thinking off writes it; ``""`` where the prefix leaves none open."""
+    if not open_reasoning(reasoning, prefix):
+        return ""
+    end = reasoning.end.strip() or reasoning.end
+    before = "\n" if prefix.endswith("\n") else ""
+    after = "\n\n" if reasoning.mode is ReasoningMode.TAGS else "\n"
+    return before + end + after

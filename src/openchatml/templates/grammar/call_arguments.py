@@ -3,9 +3,12 @@ parameters schema.
 
 By syntax: a JSON object (``json``: name, arguments and id keys in the template's order, a
 wrapper object, the name as the key, arguments as a JSON-encoded string; ``tag_json``:
-the arguments alone); one tag per argument (``tag_tagged``), strings raw (up to the value
-suffix, or inside ``arg_value_wrap_*``), other values JSON or their Python spelling
-(``True``, ``None``, ``['a']``: templates that write ``value | string`` teach it); Python
+the arguments alone); one tag per argument (``tag_tagged``), strings raw, exactly as the
+format's parser reads them back (the whitespace around them as the template writes it, the
+schema's ``enum``, ``minLength``, ``maxLength``, ``pattern`` and known ``format`` held, no
+marker the parser stops at inside; an unbounded one may sit inside ``arg_value_wrap_*``),
+other values JSON or their Python spelling (``True``, ``None``, ``['a']``: templates that
+write ``value | string`` teach it); Python
 keyword arguments and literals (``pythonic``); ``{k:v}`` with quote markers around strings
 (``object_notation``).
 """
@@ -24,9 +27,10 @@ from .json_schema import (
     declared_members,
     json_value,
     string_enum,
+    string_limits,
     without_strings,
 )
-from .markers import marker_node
+from .markers import marker_node, split_whitespace
 from .value_dialect import IDENTIFIER, JSON, JSON_IN_STRING, PYTHON, ValueDialect, object_notation
 
 
@@ -79,8 +83,7 @@ class ArgumentRuleBuilder:
                 concat(
                     marker_node(tool_format.arg_name_prefix),
                     LiteralText(name),
-                    marker_node(tool_format.arg_name_suffix),
-                    self.tag_value(sub, schema),
+                    self.tag_value(sub, schema, named=True),
                 ),
                 required,
             )
@@ -88,12 +91,10 @@ class ArgumentRuleBuilder:
         ]
         extra_member = None
         if extra is not None and extra is not False and tool_format.arg_name_suffix.strip():
-            suffix = tool_format.arg_name_suffix
             extra_member = concat(
                 marker_node(tool_format.arg_name_prefix),
-                FreeText(suffix.strip()),
-                LAYOUT if suffix[-1].isspace() else EMPTY,
-                self.tag_value(extra if isinstance(extra, Mapping) else {}, schema),
+                FreeText(tool_format.arg_name_suffix.strip()),
+                self.tag_value(extra if isinstance(extra, Mapping) else {}, schema, named=False),
             )
         if tool_format.arg_separator.strip():
             separator = concat(marker_node(tool_format.arg_separator), LAYOUT)
@@ -101,39 +102,91 @@ class ArgumentRuleBuilder:
             separator = LAYOUT
         return members_in_any_order(self.rule_set, members, separator, extra_member)
 
-    def tag_value(self, schema: Any, root: Any) -> Node:
-        """A tagged argument's value with its prefix and suffix: raw text for strings, JSON
-        for the rest (after ``arg_value_prefix_json`` where the template has one) — or its
-        Python spelling (``True``, ``None``, ``['a']``), which templates that write
-        ``value | string`` teach their models."""
+    def tag_value(self, schema: Any, root: Any, *, named: bool) -> Node:
+        """A tagged argument's value after its name (``named``: the name's end marker is
+        still to come): a string exactly as the format's parser reads it back (the text
+        between the name and the value as the template writes it, then the value in
+        ``schema``'s bounds, then the value's end marker as the template writes it);
+        other values as JSON (after ``arg_value_prefix_json`` where the template has one)
+        or their Python spelling (``True``, ``None``, ``['a']``), which templates that write
+        ``value | string`` teach their models, between optional whitespace."""
         tool_format = self.tool_format
         suffix = tool_format.arg_value_suffix
-        core = suffix.strip()
-        trailing = LAYOUT if suffix and suffix[-1].isspace() else EMPTY
-        value_prefix = marker_node(tool_format.arg_value_prefix)
+        name_end = self._name_end(named)
         prefix_json = tool_format.arg_value_prefix_json or tool_format.arg_value_prefix
         alternatives: list[Node] = []
         strings = string_enum(schema)
-        if strings is not None:
-            listed = choice(*map(LiteralText, strings))
-            alternatives.append(concat(value_prefix, LAYOUT, listed, marker_node(suffix)))
-        elif allows_type(schema, "string") and core:
-            wrap_start = tool_format.arg_value_wrap_start.strip()
-            wrap_end = tool_format.arg_value_wrap_end.strip()
-            if wrap_start and wrap_end:
-                plain = FreeText(core, (wrap_start,))
-                wrapped = concat(LiteralText(wrap_start), FreeText(wrap_end), LAYOUT, LiteralText(core))
-                alternatives.append(concat(value_prefix, choice(plain, concat(LAYOUT, wrapped)), trailing))
-            else:
-                alternatives.append(concat(value_prefix, FreeText(core), trailing))
+        if allows_type(schema, "string") and suffix.strip():
+            alternatives.append(concat(name_end, self._string_value(schema, strings)))
         if strings is None and (not alternatives or prefix_json != tool_format.arg_value_prefix):
             non_string = without_strings(schema) if alternatives else schema
             if non_string is not None:
                 value = SchemaConverter(self.rule_set, PYTHON, root).value(non_string)
+                loose_end = marker_node(tool_format.arg_name_suffix) if named else LAYOUT
+                if not tool_format.arg_name_suffix.strip() and not prefix_json.strip():
+                    loose_end = concat(name_end, LAYOUT)
                 alternatives.append(
-                    concat(marker_node(prefix_json), LAYOUT, value, LAYOUT, marker_node(suffix))
+                    concat(loose_end, marker_node(prefix_json), LAYOUT, value, LAYOUT, marker_node(suffix))
                 )
         return choice(*alternatives)
+
+    def _name_end(self, named: bool) -> Node:
+        """From the end of an argument's name to its raw value, as the parser reads it: the
+        name's end marker (``named``), then the whitespace it keeps (the marker's own and a
+        blank value prefix's) or the value prefix; a line break where the name has no end
+        marker and the value no prefix."""
+        tool_format = self.tool_format
+        _lead, core, trail = split_whitespace(tool_format.arg_name_suffix)
+        value_prefix = tool_format.arg_value_prefix
+        prefix_lead, prefix_core, prefix_trail = split_whitespace(value_prefix)
+        head = marker_node(tool_format.arg_name_suffix.rstrip()) if named and core else EMPTY
+        if prefix_core:
+            return concat(head, LAYOUT, LiteralText(prefix_core + prefix_trail))
+        if core:
+            return concat(head, LiteralText(trail + prefix_lead))
+        return LiteralText("\n")
+
+    def _string_value(self, schema: Any, strings: list[str] | None) -> Node:
+        """A raw string value then the value's end marker: one of ``strings``, or text within
+        the schema's bounds (``minLength``, ``maxLength``, ``pattern``, ``format`` where
+        :data:`FORMAT_PATTERNS` has it) that holds no marker the parser stops at; in the
+        format's wrapper (``<![CDATA[``) where it has one and the text is unbounded."""
+        tool_format = self.tool_format
+        lead, core, trail = split_whitespace(tool_format.arg_value_suffix)
+        end = concat(LiteralText(lead + core), LAYOUT if trail else EMPTY)
+        if strings is not None:
+            return concat(choice(*map(LiteralText, strings)), end)
+        least, most, pattern = string_limits(schema)
+        name_prefix = tool_format.arg_name_prefix.strip()
+        forbid = tuple(
+            dict.fromkeys(
+                text
+                for text in (
+                    core,
+                    tool_format.arguments_end.strip(),
+                    tool_format.call_end.strip(),
+                    tool_format.section_end.strip(),
+                    name_prefix if name_prefix != core else "",
+                )
+                if text
+            )
+        )
+        wrap_start = tool_format.arg_value_wrap_start.strip()
+        wrap_end = tool_format.arg_value_wrap_end.strip()
+        wrapper = bool(wrap_start and wrap_end)
+        text = FreeText(
+            lead + core,
+            (wrap_start,) if wrapper else (),
+            least=least,
+            most=most,
+            pattern=pattern,
+            forbid=forbid,
+        )
+        plain = concat(text, LAYOUT if trail else EMPTY)
+        if not wrapper or least or most is not None or pattern:
+            return plain
+        wrapped = concat(LiteralText(wrap_start), FreeText(wrap_end), LAYOUT, end)
+        return choice(plain, wrapped)
 
     def json_call(self, name: str, schema: Any) -> Node:
         """A ``json`` call object, keys in the template's order."""

@@ -21,7 +21,10 @@ before it. A bound on free text (``FreeText.max_tokens``) becomes a bound in cha
 which llama.cpp checks cheaply: at most ``max_tokens`` steps of the automaton, each a
 character or a run that starts like a special token and breaks off (a token holds at
 least one character, so the text stays within about ``max_tokens`` tokens); free text that
-must not begin with given texts (``not_start``) stays unbounded. Where special tokens are
+must not begin with given texts (``not_start``) stays unbounded. Free text with a count of
+characters (a value's ``least``/``most``) is that many characters none of which begins a
+text it must not hold (its ``forbid`` texts, the special tokens); its ``pattern`` is not
+carried (as in the JSON values GBNF spells). Where special tokens are
 spelled ``<|…|>``, runs of characters — JSON strings, a custom tool's text — never hold
 ``<|`` (:mod:`.opening_guard`).
 
@@ -338,8 +341,10 @@ class GbnfWriter:
         if node in self.free_text_rules:
             return self.free_text_rules[node]
         marker = node.stop or node.avoid
-        markers = [marker, *(text for text, _ in self.special_tokens)]
-        if self.special_tokens and node.max_tokens is not None and not node.not_start:
+        markers = [marker, *node.forbid, *(text for text, _ in self.special_tokens)]
+        if node.least or node.most is not None:
+            out = self.expression(self.counted_text(node))
+        elif self.special_tokens and node.max_tokens is not None and not node.not_start:
             out = self.bounded_text(markers, node.max_tokens)
         else:
             out = self.expression(self.unbounded_text(markers, node.not_start))
@@ -349,6 +354,16 @@ class GbnfWriter:
             out = f"{self.expression(LAYOUT)} {self.expression(LiteralText(node.open))} {out}"
         self.free_text_rules[node] = out
         return out
+
+    def counted_text(self, node: FreeText) -> Node:
+        """``node.least`` to ``node.most`` characters, none of them the first character of
+        a text it must not hold (its ``forbid`` texts, else its stop; the special tokens;
+        what it must not begin with): a run that can hold none of them."""
+        texts = [*(node.forbid or (node.stop.strip(),)), *node.not_start]
+        texts += [text for text, _ in self.special_tokens]
+        firsts = sorted({ord(text[0]) for text in texts if text})
+        excluded = CharClass(tuple((code, code) for code in firsts) or ((0, 0),), negated=True)
+        return Repeat(excluded, node.least, node.most)
 
     def unbounded_text(self, markers: list[str], not_start: tuple[str, ...]) -> Node:
         """Any text that completes none of ``markers`` and does not begin (after whitespace)

@@ -101,13 +101,20 @@ class FreeText:
     ``avoid``), not beginning (after whitespace) with any of ``not_start``; with ``open``,
     whitespace and ``open`` come first (one lexeme in Lark: whitespace before a marker must
     not be taken for free text). ``max_tokens``: at most this many tokens of text (the
-    stop marker then follows); ``None``: unbounded."""
+    stop marker then follows); ``None``: unbounded. A value read back from between markers
+    holds ``least`` to ``most`` characters (``None``: no bound) before ``stop``, matches the
+    JSON Schema ``pattern`` (a search, as JSON Schema reads it) where the writer can say so,
+    and holds none of ``forbid`` (a text that ends ``stop`` only at its end)."""
 
     stop: str
     not_start: tuple[str, ...] = ()
     avoid: str = ""
     open: str = ""
     max_tokens: int | None = None
+    least: int = 0
+    most: int | None = None
+    pattern: str = ""
+    forbid: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

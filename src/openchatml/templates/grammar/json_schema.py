@@ -4,8 +4,9 @@ Supported: ``type`` (one or a list), ``properties``/``required``/``additionalPro
 ``items``/``prefixItems``/``minItems``/``maxItems`` (and the draft 4-7 tuple form of
 ``items`` with ``additionalItems``), ``enum``, ``const``, ``anyOf``/``oneOf`` (as
 ``anyOf``), ``allOf`` (objects merged), local ``$ref`` (``#/$defs/…``, ``#/definitions/…``),
-``nullable``, string ``minLength``/``maxLength``.
+``nullable``, string ``minLength``/``maxLength`` (in every dialect).
 
+Python strings with bounds are written as JSON strings (which Python reads alike).
 Integers with both ``minimum`` and ``maximum``: exactly that range where it is small, else at
 most as many digits as the bounds have. Nothing is refused. Ignored: ``pattern``,
 ``format``, other number bounds, ``not``,
@@ -81,14 +82,19 @@ class SchemaConverter:
         return concat(self.layout(), self.dialect.structural(":"), self.layout())
 
     def string(self, least: int = 0, most: int | None = None) -> Node:
-        """A string of ``least`` to ``most`` characters (the bounds apply to JSON only)."""
+        """A string of ``least`` to ``most`` characters (in a JSON string, in Python a
+        double-quoted string with JSON's escapes where it has bounds, in object notation
+        without the quote's first character)."""
         kind = self.dialect.kind
+        bounded = least > 0 or most is not None
         if kind == "object_notation":
-            return concat(LiteralText(self.dialect.quote), FreeText(self.dialect.quote))
-        if kind == "python":
+            quote = self.dialect.quote
+            limits = FreeText(quote, least=least, most=most, forbid=(quote,))
+            return concat(LiteralText(quote), limits if bounded else FreeText(quote))
+        if kind == "python" and not bounded:
             return self._python_string()
         if kind == "json_in_string":
-            return self._json_in_string_string()
+            return self._json_in_string_string(least, most)
         if least == 0 and most is None:
             body = concat(LiteralText('"'), zero_or_more(JSON_STRING_CHAR), LiteralText('"'))
             return self.rule_set.add("str", body, terminal=True, key=("str",))
@@ -109,8 +115,9 @@ class SchemaConverter:
         )
         return self.rule_set.add("pystr", body, terminal=True, key=("pystr",))
 
-    def _json_in_string_string(self) -> Node:
-        """A JSON string inside a JSON string: its quotes and backslashes escaped once more."""
+    def _json_in_string_string(self, least: int, most: int | None) -> Node:
+        """A JSON string of ``least`` to ``most`` characters inside a JSON string: its quotes
+        and backslashes escaped once more."""
         plain = char_class('"\\\x00-\x1f', negated=True)
         unicode_escape = concat(LiteralText("u"), Repeat(char_class("0-9a-fA-F"), 4, 4))
         inner_escape = concat(
@@ -119,8 +126,8 @@ class SchemaConverter:
         )
         outer_escape = concat(LiteralText("\\"), choice(char_class("nrtbf/"), unicode_escape))
         char = choice(plain, inner_escape, outer_escape)
-        body = concat(LiteralText('\\"'), zero_or_more(char), LiteralText('\\"'))
-        return self.rule_set.add("jstrstr", body, terminal=True, key=("jstrstr",))
+        body = concat(LiteralText('\\"'), Repeat(char, least, most), LiteralText('\\"'))
+        return self.rule_set.add("jstrstr", body, terminal=True, key=("jstrstr", least, most))
 
     def number(self, integer: bool) -> Node:
         """An integer, or any JSON number."""
@@ -420,6 +427,29 @@ def _json_type(value: Any) -> str:
     if value is None:
         return "null"
     return "array" if isinstance(value, list) else "object"
+
+
+FORMAT_PATTERNS: Final = {
+    "date": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
+    "time": r"^[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$",
+    "date-time": (
+        r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,9})?(Z|[+-][0-9]{2}:[0-9]{2})$"
+    ),
+    "uuid": r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$",
+}
+"""The string formats a raw string value is held to, as anchored patterns."""
+
+
+def string_limits(schema: Any) -> tuple[int, int | None, str]:
+    """A string schema's ``minLength``, ``maxLength`` (``None``: none) and ``pattern`` (a
+    known ``format``'s where it has none; ``""``: none)."""
+    s = schema if isinstance(schema, Mapping) else {}
+    least, most, pattern = s.get("minLength"), s.get("maxLength"), s.get("pattern")
+    if not isinstance(pattern, str):
+        pattern = FORMAT_PATTERNS.get(str(s.get("format")), "")
+    least = least if isinstance(least, int) and not isinstance(least, bool) and least > 0 else 0
+    most = most if isinstance(most, int) and not isinstance(most, bool) and most >= 0 else None
+    return least, most, pattern
 
 
 def string_enum(schema: Any) -> list[str] | None:

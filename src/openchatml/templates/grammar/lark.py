@@ -9,7 +9,11 @@ version honours — vLLM's pins one that ignores a whitespace bound); free text 
 lexeme ``TEXT_n`` that runs up to its marker, made lazy (``text_n[lazy]: TEXT_n``) so that it
 ends at the first occurrence. Free text with ``max_tokens`` before a marker that is a special
 token is a rule ``text_n[max_tokens=N]: TEXT_n``: at the bound the lexeme ends and the marker
-must follow (a marker spelled as text cannot be forced so: its text stays unbounded). Text
+must follow (a marker spelled as text cannot be forced so: its text stays unbounded). A
+value's bounds on free text (characters, a pattern, texts it must not hold) are the lexeme's
+own: a counted repetition, intersected (``&``) with the pattern and with the negation
+(``~``) of the forbidden texts, all in one negation (each one more multiplies the lexer's
+states). Text
 that equals a special token of the tokenizer is written as a token reference ``<[id]>``:
 llguidance matches a special token only so.
 """
@@ -215,7 +219,17 @@ class LarkWriter:
         opening = self.pieces(node.open) if node.open else []
         stop_pieces = self.pieces(node.stop) if node.stop else []
         if any(piece.startswith("<[") for piece in opening):
-            bare = FreeText(node.stop, node.not_start, node.avoid, max_tokens=node.max_tokens)
+            bare = FreeText(
+                node.stop,
+                node.not_start,
+                node.avoid,
+                "",
+                node.max_tokens,
+                node.least,
+                node.most,
+                node.pattern,
+                node.forbid,
+            )
             inner = self.free_text(bare)
             out = " ".join(["_WS?", *opening, inner])
             self.layout_used = True
@@ -228,21 +242,46 @@ class LarkWriter:
             exclude = f" & ~/{_BLANK}*(?:{heads})(?s:.*)/"
         if node.avoid and not self.pieces(node.avoid)[0].startswith("<["):  # a token is never text
             exclude += f" & ~/(?s:.*){regex_text(node.avoid)}(?s:.*)/"
+        body = "(?s:.*)"
+        if node.least or node.most is not None:
+            body = f"(?s:.{{{node.least},{'' if node.most is None else node.most}}})"
+        textual_stop = bool(node.stop) and not stop_pieces[0].startswith("<[")
+        stop_regex = regex_text(json.loads(stop_pieces[0])) if textual_stop else ""
+        exclude += self.value_limits(node, lead, stop_regex)
         lexeme = self.rule_set.fresh_name("TEXT").upper()
-        if not node.stop or stop_pieces[0].startswith("<["):
-            self.extra_lines.append(f"{lexeme}: /{lead}(?s:.*)/{exclude}")
+        if not textual_stop:
+            self.extra_lines.append(f"{lexeme}: /{lead}{body}/{exclude}")
             text = lexeme
             if node.max_tokens is not None:  # a bound holds a rule over one lexeme
                 text = lexeme.lower()
                 self.extra_lines.append(f"{text}[max_tokens={node.max_tokens}]: {lexeme}")
             out = " ".join([text, *stop_pieces])
         else:
-            stop = json.loads(stop_pieces[0])
-            self.extra_lines.append(f"{lexeme}: /{lead}(?s:.*){regex_text(stop)}/{exclude}")
+            self.extra_lines.append(f"{lexeme}: /{lead}{body}{stop_regex}/{exclude}")
             lazy = lexeme.lower()
             self.extra_lines.append(f"{lazy}[lazy]: {lexeme}")
             out = " ".join([lazy, *stop_pieces[1:]])
         self.free_text_rules[node] = out
+        return out
+
+    @staticmethod
+    def value_limits(node: FreeText, lead: str, stop_regex: str) -> str:
+        """The lexeme's intersections for a value's ``pattern`` (a search, unless anchored)
+        and its ``forbid`` texts: one that ends the stop may close the text only."""
+        out = ""
+        if node.pattern:
+            pattern = node.pattern
+            head = "" if pattern.startswith("^") else "(?s:.*)"
+            tail = "" if pattern.endswith("$") and not pattern.endswith("\\$") else "(?s:.*)"
+            pattern = pattern.removeprefix("^")
+            pattern = pattern[:-1] if not tail else pattern
+            out += f" & /{lead}{head}(?:{regex_slashes(pattern)}){tail}{stop_regex}/"
+        closing = [regex_text(text) for text in node.forbid if text and node.stop.endswith(text)]
+        inner = [regex_text(text) for text in node.forbid if text and text not in node.stop]
+        held = [f"(?:{'|'.join(closing)})(?s:.+)"] if closing else []
+        held += [f"(?:{'|'.join(inner)})(?s:.*)"] if inner else []
+        if held:  # one negation: each one more multiplies the lexer's states
+            out += f" & ~/(?s:.*)(?:{'|'.join(held)})/"
         return out
 
     def regex(self, node: Node) -> str:

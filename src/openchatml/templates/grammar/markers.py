@@ -34,3 +34,13 @@ def strip_edge(text: str, char: str, *, end: bool) -> tuple[str, bool]:
     if not end and core.startswith(char):
         return core[len(char) :], True
     return text, False
+
+
+def split_whitespace(text: str) -> tuple[str, str, str]:
+    """``text`` as (leading whitespace, the rest stripped, trailing whitespace), as the
+    format's parser splits a marker; all whitespace is the leading part."""
+    core = text.strip()
+    if not core:
+        return text, "", ""
+    start = text.index(core)
+    return text[:start], core, text[start + len(core) :]

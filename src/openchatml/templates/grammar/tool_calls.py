@@ -10,9 +10,10 @@ arguments that conform to each tool's JSON Schema (:mod:`.call_arguments`).
 The parts of the output:
 
 * reasoning, from ``prefix`` (the text the prompt already wrote of the assistant's
-  message): already open (the output starts inside it and must close it), already closed,
-  or optional at the start; with a delimiter and no start marker, everything until the
-  delimiter is reasoning, and the delimiter must come;
+  message): already open (the output starts inside it and must close it), already closed
+  (no block opens again), or optional at the start; with a delimiter and no start marker,
+  everything until the delimiter is reasoning, and the delimiter must come. With thinking
+  off (a bound of 0 tokens) there is none: an open block closes at once, none opens;
 * the body: ``required`` and named choices allow only whitespace before the first call;
   ``auto`` allows free text up to the trigger (after which calls must follow) or free text
   with no trigger at all;
@@ -32,14 +33,18 @@ after the reasoning (a model may think about a call before making it).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Literal
 
+from ..analysis.thinking import open_reasoning
 from ..errors import UnsupportedTemplateError
 from ..format import CallIdPosition, ReasoningMode, TemplateFormat, ToolCallFormat, ToolSyntax
+from .budget import call_budget
 from .builder import LAZY_START, START, RuleSet
 from .call_arguments import ArgumentRuleBuilder
+from .extent import Extent
 from .harmony import harmony_tool_call_grammar
 from .ir import (
     EMPTY,
@@ -89,7 +94,8 @@ def tool_call_grammar(
     the assistant's message (``"<think>\\n"`` when the generation prompt opens the
     reasoning). ``answer_schema``: the JSON Schema the content conforms to (``None``: free
     text). ``reasoning_tokens``: a bound on the reasoning's tokens (where its end marker is
-    one special token). ``special_tokens``: markers that are single special tokens of the
+    one special token); ``0``: no reasoning (a block the prompt opened closes at once, and
+    none opens). ``special_tokens``: markers that are single special tokens of the
     model's tokenizer, with their ids (used by the Lark grammar and the triggers).
 
     A Harmony format (gpt-oss) gets :func:`~.harmony.harmony_tool_call_grammar` (``prefix``
@@ -164,6 +170,8 @@ class ToolCallRuleBuilder:
         self.several = several
         self.rule_set = RuleSet()
         self.arguments = ArgumentRuleBuilder(fmt.tools, self.rule_set)
+        self.max_calls: int | None = None
+        """The most calls of one message where a budget bounds them (``None``: any number)."""
 
     @property
     def tool_format(self) -> ToolCallFormat:
@@ -180,7 +188,11 @@ class ToolCallRuleBuilder:
         """Define the rules :data:`~.builder.START` (the whole output) and
         :data:`~.builder.LAZY_START` (from the trigger on); return the opening literal of
         the calls (``""``: none). ``answer_schema``: the content is a JSON value of it;
-        ``reasoning_tokens``: a bound on the reasoning."""
+        ``reasoning_tokens``: a bound on the reasoning, split with the calls
+        (:func:`~.budget.call_budget`)."""
+        if mode != "none" and reasoning_tokens:
+            budget = call_budget(reasoning_tokens, self.longest_call())
+            reasoning_tokens, self.max_calls = budget.reasoning_tokens, budget.max_calls
         reasoning, start_marker = self.reasoning(prefix, reasoning_tokens)
         not_start = (start_marker,) if start_marker else ()
         if answer_schema is not None:
@@ -218,24 +230,23 @@ class ToolCallRuleBuilder:
 
     # -- reasoning
     def reasoning(self, prefix: str, bound: int | None = None) -> tuple[Node, str]:
-        """The reasoning part (its text at most ``bound`` tokens) and the marker that opens
-        it (free text must not begin with it)."""
+        """The reasoning part (its text at most ``bound`` tokens; ``0``: no reasoning, an
+        open block closes at once) and the marker that opens it (free text must not begin
+        with it: once the reasoning is over, or where there is none, a block never opens)."""
         reasoning = self.fmt.reasoning
         if reasoning.mode is ReasoningMode.NONE or not reasoning.end:
             return EMPTY, ""
         end = reasoning.end.strip() or reasoning.end
+        start = ""
         if reasoning.mode is ReasoningMode.TAGS and reasoning.start:
             start = reasoning.start.strip() or reasoning.start
-            opened = prefix.rfind(start)
-            if opened >= 0 and prefix.find(end, opened) < 0:
-                return concat(FreeText(end, max_tokens=bound), LAYOUT), ""
-            if opened >= 0 or end in prefix:
-                return EMPTY, ""
-            return optional(concat(FreeText(end, open=start, max_tokens=bound), LAYOUT)), start
-        if end in prefix:
-            return EMPTY, ""
-        # everything before the delimiter is reasoning
-        return concat(FreeText(end, max_tokens=bound), LAYOUT), ""
+        if open_reasoning(reasoning, prefix):  # the output starts inside the reasoning
+            if bound == 0:
+                return concat(LAYOUT, LiteralText(end), LAYOUT), ""
+            return concat(FreeText(end, max_tokens=bound), LAYOUT), ""
+        if not start or start in prefix or end in prefix or bound == 0:
+            return EMPTY, start  # over (or switched off) before the output starts
+        return optional(concat(FreeText(end, open=start, max_tokens=bound), LAYOUT)), start
 
     # -- calls
     def markers(self) -> tuple[str, str, str, str]:
@@ -258,7 +269,7 @@ class ToolCallRuleBuilder:
         if listed:
             section_start, _ = strip_edge(section_start, "[", end=True)
             section_end, _ = strip_edge(section_end, "]", end=False)
-        calls = [self.call(name, schema) for name, schema in self.tools]
+        calls = self.call_nodes
         opener = section_start.strip()
         one = first_call = self.rule_set.add("call", choice(*calls))
         if not opener and not listed:
@@ -271,16 +282,33 @@ class ToolCallRuleBuilder:
                 one = self.rule_set.add("call", concat(*head, first_call))
         if listed:
             separator = concat(LAYOUT, LiteralText(","), LAYOUT)
-            inner = concat(first_call, zero_or_more(concat(separator, one))) if self.several else first_call
+            inner = concat(first_call, self.more_calls(separator, one)) if self.several else first_call
             body = concat(LiteralText("["), LAYOUT, inner, LAYOUT, LiteralText("]"))
         else:
             if tool_format.separator.strip():
                 separator = concat(marker_node(tool_format.separator), LAYOUT)
             else:
                 separator = LAYOUT
-            body = concat(first_call, zero_or_more(concat(separator, one))) if self.several else first_call
+            body = concat(first_call, self.more_calls(separator, one)) if self.several else first_call
         after_start = LAYOUT if section_start.strip() and section_start[-1].isspace() else EMPTY
         return opener, concat(after_start, body, marker_node(section_end))
+
+    @functools.cached_property
+    def call_nodes(self) -> list[Node]:
+        """One call of each tool."""
+        return [self.call(name, schema) for name, schema in self.tools]
+
+    def longest_call(self) -> int | None:
+        """The most characters one call spells (``None``: no bound)."""
+        extent = Extent(self.rule_set)
+        sizes = [extent.longest(node) for node in self.call_nodes]
+        return None if not sizes or None in sizes else max(size for size in sizes if size is not None)
+
+    def more_calls(self, separator: Node, one: Node) -> Node:
+        """The calls after the first: any number, or as many as :attr:`max_calls` leaves."""
+        if self.max_calls is None:
+            return zero_or_more(concat(separator, one))
+        return Repeat(concat(separator, one), 0, self.max_calls - 1) if self.max_calls > 1 else EMPTY
 
     def call_opening(self) -> str:
         """The literal every call begins with, when there is no section marker."""
