@@ -1,4 +1,5 @@
-"""A small corpus (HTML, Markdown, text) in a temporary folder, and a browser over it."""
+"""A small corpus (HTML, Markdown, text, a damaged PDF) in a temporary folder, and a
+browser over it."""
 
 from __future__ import annotations
 
@@ -42,7 +43,7 @@ def write_corpus(folder: Path) -> Path:
     (folder / "animals" / "cats.html").write_text(CATS_HTML, encoding="utf-8")
     (folder / "animals" / "dogs.md").write_text(DOGS_MD, encoding="utf-8")
     (folder / "notes" / "volcano.txt").write_text(volcano_text(), encoding="utf-8")
-    (folder / "notes" / "ignored.pdf").write_bytes(b"%PDF-1.4 canine")
+    (folder / "notes" / "damaged.pdf").write_bytes(b"%PDF-1.4 canine")
     return folder
 
 

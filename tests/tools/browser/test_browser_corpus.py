@@ -38,9 +38,9 @@ def test_search_results_have_titles_and_respect_topn(corpus: CorpusBackend) -> N
     }
 
 
-def test_pdf_files_are_not_indexed(corpus: CorpusBackend) -> None:
+def test_a_pdf_that_cannot_be_read_gives_no_text(corpus: CorpusBackend) -> None:
     urls = [r.url for r in asyncio.run(corpus.search("canine", 10))]
-    assert urls == ["corpus://local/animals/dogs.md"]
+    assert urls == ["corpus://local/animals/dogs.md"]  # its raw bytes are never searched
 
 
 def test_query_without_words_is_a_backend_error(corpus: CorpusBackend) -> None:
@@ -49,7 +49,7 @@ def test_query_without_words_is_a_backend_error(corpus: CorpusBackend) -> None:
 
 
 def test_index_is_built_once_and_follows_changes(corpus: CorpusBackend, corpus_folder: Path) -> None:
-    assert asyncio.run(corpus.refresh()) == 3
+    assert asyncio.run(corpus.refresh()) == 4  # the damaged PDF too, as an empty document
     assert asyncio.run(corpus.refresh()) == 0
     assert corpus.index_path.exists()
 
@@ -105,3 +105,56 @@ def test_a_custom_name_changes_urls_and_source(corpus_folder: Path, tmp_path: Pa
     backend = CorpusBackend(corpus_folder, tmp_path / "named.sqlite3", name="handbook")
     assert backend.source == "corpus:handbook"
     assert asyncio.run(backend.search("feline", 1))[0].url == "corpus://handbook/animals/cats.html"
+
+
+def pdf_with_text(text: str) -> bytes:
+    """A one-page PDF whose page shows ``text`` in Helvetica (offsets computed, so that
+    readers need not repair it)."""
+    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
+    objects = [
+        b"<< /Type /Catalog /Pages 2 0 R >>",
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+        b"/Resources << /Font << /F1 5 0 R >> >> >>",
+        b"<< /Length %d >>\nstream\n" % len(stream) + stream + b"\nendstream",
+        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+    ]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def test_pdf_files_are_read_and_searched(tmp_path: Path) -> None:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "keeper.pdf").write_bytes(pdf_with_text("The lighthouse keeper climbs 212 steps"))
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    corpus = CorpusBackend(folder, tmp_path / "index.sqlite3")
+    [hit] = asyncio.run(corpus.search("lighthouse keeper", 5))
+    assert hit.url == "corpus://local/keeper.pdf"
+    page = asyncio.run(corpus.fetch(hit.url))
+    assert "212 steps" in page.text
+    assert asyncio.run(corpus.refresh()) == 0  # the broken one is indexed (empty), not read again
+
+
+def test_links_and_huge_files_are_not_read(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text("host secret words")
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "note.txt").write_text("ordinary words")
+    (folder / "linked.txt").symlink_to(outside / "secret.txt")
+    (folder / "tunnel").symlink_to(outside, target_is_directory=True)
+    with (folder / "huge.txt").open("wb") as huge:
+        huge.truncate(33 * 1024 * 1024)  # sparse: past the size the corpus reads
+    corpus = CorpusBackend(folder, tmp_path / "index.sqlite3")
+    assert asyncio.run(corpus.search("secret host", 5)) == []
+    assert [r.url for r in asyncio.run(corpus.search("ordinary", 5))] == ["corpus://local/note.txt"]

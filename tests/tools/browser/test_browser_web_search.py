@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 import pytest
 
 from openchatml.tools.browser import BackendError, Browser, BrowserErrorKind, BrowserState, HttpSearchBackend
+from openchatml.tools.browser.web_search import MAX_ANSWER_BYTES
 
 KEY = "sk-test"
 PAGES = {
@@ -43,6 +44,8 @@ class FakeSearchApi(BaseHTTPRequestHandler):
             return self._answer(200, {"nothing": True})
         if FakeSearchApi.mode == "not-json":
             return self._answer(200, "<html>", raw=True)
+        if FakeSearchApi.mode == "huge":
+            return self._answer(200, " " * (MAX_ANSWER_BYTES + 1), raw=True)
         if self.path == "/v1/search":
             hits = [
                 {"url": url, "title": page.get("title", ""), "text": f"snippet of {url}"}
@@ -144,3 +147,9 @@ def test_the_browser_over_the_api(api_url: str) -> None:
     missing = asyncio.run(browser.call("open", {"id": 0}, state))
     assert missing.error is BrowserErrorKind.BACKEND
     assert "Error fetching URL `https://news.example/more`" in missing.text
+
+
+def test_an_answer_too_large_is_a_backend_error(api_url: str) -> None:
+    FakeSearchApi.mode = "huge"
+    with pytest.raises(BackendError, match="more than"):
+        asyncio.run(HttpSearchBackend(api_url, KEY).search("volcano", 5))

@@ -1,7 +1,9 @@
 """A folder of local documents, searched with SQLite FTS5: :class:`CorpusBackend`.
 
-Files ending in ``.html``/``.htm``, ``.md``/``.markdown`` and ``.txt`` are read (PDF is not:
-no PDF reader is a dependency). Each file's url is ``corpus://{name}/{relative path}``
+Files ending in ``.html``/``.htm``, ``.md``/``.markdown``, ``.txt`` and ``.pdf`` (its text,
+page by page, read by ``pypdf``) are read, up to :data:`MAX_FILE_BYTES` each; a link, or a
+file whose real path leaves the folder, is not followed, and a PDF that cannot be read
+gives no text. Each file's url is ``corpus://{name}/{relative path}``
 (percent-encoded), so that relative links between corpus files resolve and the model
 never sees the server's file system. The index lives in one SQLite file; every call first
 compares the folder (paths, sizes, modification times) with the index and re-reads only
@@ -23,6 +25,8 @@ from pathlib import Path
 from typing import Final, TypeVar
 from urllib.parse import quote, unquote, urlsplit
 
+from pypdf import PdfReader
+
 from .backend import BackendError, Document, SearchResult, split_view_source
 from .page_text import PageText, page_text
 
@@ -33,8 +37,11 @@ FORMATS: Final = {
     ".md": "markdown",
     ".markdown": "markdown",
     ".txt": "text",
+    ".pdf": "pdf",
 }
 """File suffix → how the file is read."""
+MAX_FILE_BYTES: Final = 32 * 1024 * 1024
+"""The largest file of the folder that is read."""
 
 T = TypeVar("T")
 
@@ -120,9 +127,16 @@ class CorpusBackend:
             raise BackendError(f"The {self.source} corpus cannot be read: {exc}") from exc
 
     def _files(self) -> Iterator[tuple[str, Path, os.stat_result]]:
+        """The readable files of the folder: known suffix, no link, inside the folder,
+        at most :data:`MAX_FILE_BYTES`."""
         for path in sorted(self.folder.rglob("*")):
-            if path.suffix.lower() in FORMATS and path.is_file():
-                yield path.relative_to(self.folder).as_posix(), path, path.stat()
+            if path.suffix.lower() not in FORMATS or path.is_symlink() or not path.is_file():
+                continue
+            if not path.resolve().is_relative_to(self.folder):
+                continue  # a linked folder on the way leads elsewhere
+            stat = path.stat()
+            if stat.st_size <= MAX_FILE_BYTES:
+                yield path.relative_to(self.folder).as_posix(), path, stat
 
     def _refresh(self, connection: sqlite3.Connection) -> int:
         known = {
@@ -144,8 +158,8 @@ class CorpusBackend:
     def _store(self, connection: sqlite3.Connection, relative: str, path: Path, stat: os.stat_result) -> None:
         url = self.url_of(relative)
         self._remove(connection, url)
-        raw = path.read_text(encoding="utf-8", errors="replace")
-        page = page_text(raw, url, FORMATS[path.suffix.lower()])
+        kind = FORMATS[path.suffix.lower()]
+        page = page_text(_file_text(path, kind), url, "text" if kind == "pdf" else kind)
         title = page.title if page.title != self.name else path.stem
         connection.execute(
             "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -179,9 +193,23 @@ class CorpusBackend:
             return None
         path, title, text, links = row
         if view_source:
-            raw = (self.folder / path).read_text(encoding="utf-8", errors="replace")
+            file = self.folder / path
+            raw = _file_text(file, FORMATS.get(file.suffix.lower(), "text"))
             return Document(url=url, title=title, text=raw)
         return Document(url=url, title=title, text=text, links=tuple(json.loads(links)))
+
+
+def _file_text(path: Path, kind: str) -> str:
+    """The text of the file at ``path``: as it is (UTF-8, bad bytes replaced), or for a PDF
+    the text of its pages (none where the PDF cannot be read: it is kept as an empty
+    document, so that it is not read again until it changes)."""
+    if kind != "pdf":
+        return path.read_text(encoding="utf-8", errors="replace")
+    try:
+        reader = PdfReader(path)
+        return "\n\n".join(page.extract_text() or "" for page in reader.pages)
+    except Exception:  # a damaged or hostile PDF gives no text, whatever the reader raised
+        return ""
 
 
 def _searchable(page: PageText) -> str:

@@ -33,6 +33,8 @@ class BrowserErrorKind(StrEnum):
     """The search backend failed (fetch error, API error, document not found)."""
     BAD_STATE = "bad_state"
     """A stored browser state could not be read."""
+    STACK_FULL = "stack_full"
+    """The page stack holds as many pages (or as much text) as one conversation may."""
 
 
 class BrowserError(Exception):

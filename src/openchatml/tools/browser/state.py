@@ -11,9 +11,14 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from .result import BrowserError, BrowserErrorKind
+
+MAX_PAGES: Final = 256
+"""The most cursors a page stack holds (a conversation's whole browsing)."""
+MAX_STACK_CHARS: Final = 16_000_000
+"""The most text (characters of its distinct pages) a page stack holds."""
 
 
 class PageKind(StrEnum):
@@ -83,7 +88,16 @@ class BrowserState:
         return len(self.pages) - 1
 
     def push(self, page: Page) -> int:
-        """Put ``page`` on top of the stack; its cursor."""
+        """Put ``page`` on top of the stack; its cursor. Raises :class:`BrowserError`
+        (``stack_full``) past :data:`MAX_PAGES` cursors or :data:`MAX_STACK_CHARS` of text."""
+        shown = any(seen is page for seen in self.pages)
+        size = sum(len(seen.text) for seen in {id(seen): seen for seen in self.pages}.values())
+        if len(self.pages) >= MAX_PAGES or (not shown and size + len(page.text) > MAX_STACK_CHARS):
+            raise BrowserError(
+                BrowserErrorKind.STACK_FULL,
+                f"The browser holds {len(self.pages)} pages, as many as one conversation may: "
+                "answer from what was found, or start a new conversation.",
+            )
         self.pages.append(page)
         return self.current_cursor
 

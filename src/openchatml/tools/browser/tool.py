@@ -30,7 +30,12 @@ from .result import BrowserErrorKind, BrowserResult
 from .state import BrowserState, PageKind
 
 _BACKEND_FAILURES: Final = frozenset(
-    {BrowserErrorKind.BACKEND, BrowserErrorKind.NO_RESULTS, BrowserErrorKind.BAD_STATE}
+    {
+        BrowserErrorKind.BACKEND,
+        BrowserErrorKind.NO_RESULTS,
+        BrowserErrorKind.BAD_STATE,
+        BrowserErrorKind.STACK_FULL,
+    }
 )
 
 

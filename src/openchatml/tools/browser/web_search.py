@@ -17,7 +17,8 @@ of another shape is a :class:`BackendError`.
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from typing import Any, Final
 
 import httpx
 
@@ -25,6 +26,8 @@ from .backend import BackendError, Document, SearchResult, split_view_source, tr
 from .page_text import page_text
 
 _FORMATS = frozenset({"html", "markdown", "text"})
+MAX_ANSWER_BYTES: Final = 16 * 1024 * 1024
+"""The largest answer read from the search API."""
 
 
 class HttpSearchBackend:
@@ -88,24 +91,38 @@ class HttpSearchBackend:
     async def _post(self, path: str, payload: dict[str, Any]) -> Any:
         try:
             if self._client is not None:
-                response = await self._client.post(
-                    self.base_url + path, json=payload, headers=self._headers(), timeout=self.timeout_s
-                )
+                status, body = await self._send(self._client, path, payload)
             else:
                 async with httpx.AsyncClient(timeout=self.timeout_s) as client:
-                    response = await client.post(self.base_url + path, json=payload, headers=self._headers())
+                    status, body = await self._send(client, path, payload)
         except httpx.HTTPError as exc:
             raise BackendError(
                 f"The search API at {self.base_url} failed: {truncate(str(exc) or type(exc).__name__)}"
             ) from exc
-        if not response.is_success:
-            raise BackendError(
-                f"The search API answered {response.status_code}: {truncate(response.text, 300)}"
-            )
+        if not 200 <= status < 300:
+            text = body.decode("utf-8", "replace")
+            raise BackendError(f"The search API answered {status}: {truncate(text, 300)}")
         try:
-            return response.json()
+            return json.loads(body)
         except ValueError as exc:
             raise BackendError("The search API answered with something that is not JSON.") from exc
+
+    async def _send(self, client: httpx.AsyncClient, path: str, payload: dict[str, Any]) -> tuple[int, bytes]:
+        """The status and body of ``POST path``; a body past :data:`MAX_ANSWER_BYTES` is a
+        :class:`BackendError` (it is not read further)."""
+        request = client.build_request(
+            "POST", self.base_url + path, json=payload, headers=self._headers(), timeout=self.timeout_s
+        )
+        response = await client.send(request, stream=True)
+        try:
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_ANSWER_BYTES:
+                    raise BackendError(f"The search API answered more than {MAX_ANSWER_BYTES} bytes.")
+            return response.status_code, bytes(body)
+        finally:
+            await response.aclose()
 
 
 def _results(answer: Any) -> list[dict[str, Any]]:
