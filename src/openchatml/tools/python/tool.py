@@ -14,8 +14,9 @@ from dataclasses import replace
 
 from ...core.content import ToolNamespaceConfig
 from ...core.errors import ToolTimeoutError
-from ..base import FileOutput, HostedCall, LogOutput, Provenance, ToolOutput, ToolResult
+from ..base import FileOutput, HostedCall, ImageOutput, LogOutput, Provenance, ToolOutput, ToolResult
 from ..errors import ToolFailedError
+from .images import image_url
 from .pool import KernelPool
 from .result import PythonResult
 from .sandbox import MOUNT_POINT
@@ -69,7 +70,9 @@ class PythonTool:
             raise
         finally:
             self._running.pop(request.call_id, None)
-        return tool_result(result, timeout)
+        work_dir = self.pool.work_dir(self.key)
+        images = await asyncio.to_thread(lambda: [image_url(work_dir, name) for name in result.images])
+        return tool_result(result, timeout, images=tuple(url for url in images if url is not None))
 
     async def cancel(self, call_id: str, reason: str) -> None:
         """Stop call ``call_id`` if it still runs: its kernel is killed, its state lost."""
@@ -81,14 +84,16 @@ class PythonTool:
             await task
 
 
-def tool_result(result: PythonResult, timeout: float) -> ToolResult:
-    """The :class:`ToolResult` of a cell's result."""
+def tool_result(result: PythonResult, timeout: float, *, images: tuple[str, ...] = ()) -> ToolResult:
+    """The :class:`ToolResult` of a cell's result: its logs, the files of its images and,
+    as ``images`` gives them (``data:`` URLs), the images themselves."""
     content = result.text()
     outputs: list[ToolOutput] = []
     logs = "\n".join(text for text in (result.stdout, result.stderr) if text)
     if logs:
         outputs.append(LogOutput(logs))
     outputs += [FileOutput(f"{MOUNT_POINT}/{name}", "image/png") for name in result.images]
+    outputs += [ImageOutput(url) for url in images]
     provenance = Provenance.now("python")
     if result.timed_out:
         error = ToolTimeoutError(f"the python cell ran past {timeout:g} s; the kernel was restarted")
