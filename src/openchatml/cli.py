@@ -15,13 +15,11 @@ from __future__ import annotations
 import codecs
 import functools
 import json
-import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import IO, Any, Literal, ParamSpec, TypeVar
 
 import click
@@ -40,7 +38,6 @@ from .core.messages import Conversation, Role
 from .core.ocm_events import OcmEventStream
 from .core.parse import StreamParser
 from .core.render import CoTPolicy, Profile, RenderConfig, Renderer
-from .responses.limits import DEFAULT_LIMITS, DEFAULT_MAX_OUTPUT_TOKENS
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -499,265 +496,12 @@ def convert(source: str, target: str, lenient: bool, compact: bool) -> None:
 __all__ = ["main"]
 
 
-@main.command()
-@click.option(
-    "--model",
-    default=None,
-    metavar="NAME|PATH",
-    help="Model to serve: a hub id, a local folder, or a demo model built offline in seconds: "
-    "'tiny-random' (alias 'tiny': a random-weight gpt-oss speaking Harmony), 'tiny-chat-qwen3' or "
-    "'tiny-chat-llama' (random-weight models of those families with their chat template). "
-    "Default: openai/gpt-oss-20b.",
-)
-@click.option("--upstream", metavar="URL", help="Serve through a vLLM / llama.cpp server's /v1/completions.")
-@click.option(
-    "--upstream-api-key", metavar="KEY", envvar="OPENCHATML_UPSTREAM_API_KEY", help="Key for --upstream."
-)
-@click.option(
-    "--tokenizer",
-    metavar="PATH",
-    help="With --upstream: the model's tokenizer (folder or hub id); its chat template serves other models.",
-)
-@click.option(
-    "--served-model-name", metavar="NAME", help="The model id clients use (default: from the model)."
-)
-@click.option("--device", metavar="DEV", help="Device for the transformers engine (cpu, cuda, cuda:1 …).")
-@click.option(
-    "--store",
-    default="sqlite",
-    show_default=True,
-    metavar="SPEC",
-    help="sqlite (in the data directory), sqlite:///PATH, postgresql://… or none.",
-)
-@click.option(
-    "--data-dir", type=click.Path(path_type=Path), help="Data directory (default $OPENCHATML_HOME)."
-)
-@click.option("--host", default="127.0.0.1", show_default=True)
-@click.option("--port", default=8000, show_default=True, type=int)
-@click.option(
-    "--api-key",
-    "api_keys",
-    multiple=True,
-    metavar="KEY",
-    help="Require this bearer key (repeatable; also $OPENCHATML_API_KEYS, comma-separated).",
-)
-@click.option("--rate-limit", type=int, metavar="N", help="Requests per minute per key (429 beyond).")
-@click.option(
-    "--auth-failures-per-minute",
-    type=click.IntRange(min=0),
-    default=10,
-    show_default=True,
-    metavar="N",
-    help="Failed authentications per minute per client address (then 429 for it; 0: no limit).",
-)
-@click.option(
-    "--max-running",
-    type=click.IntRange(min=0),
-    metavar="N",
-    help="Responses generating at once (default: 1 in process, 16 with --upstream; 0: no limit).",
-)
-@click.option(
-    "--max-queued",
-    type=click.IntRange(min=0),
-    default=32,
-    show_default=True,
-    metavar="N",
-    help="Responses waiting for the engine beyond --max-running (then 503; 0: no limit).",
-)
-@click.option(
-    "--max-per-key",
-    type=click.IntRange(min=0),
-    default=8,
-    show_default=True,
-    metavar="N",
-    help="Responses one API key has queued or running at once (then 429; 0: no limit).",
-)
-@click.option("--max-body-mb", type=float, default=32.0, show_default=True, help="Largest request body.")
-@click.option(
-    "--max-input-tokens",
-    type=click.IntRange(min=0),
-    metavar="N",
-    help="Prompt tokens one response may have, whatever the context window (0 or unset: the window).",
-)
-@click.option(
-    "--max-input-items",
-    type=click.IntRange(min=1),
-    default=DEFAULT_LIMITS.max_input_items,
-    show_default=True,
-    metavar="N",
-    help="Items in one request's input (400 beyond).",
-)
-@click.option(
-    "--max-conversation-items",
-    type=click.IntRange(min=1),
-    default=DEFAULT_LIMITS.max_conversation_items,
-    show_default=True,
-    metavar="N",
-    help="Items of a conversation: its previous_response_id chain plus the new input (400 beyond).",
-)
-@click.option(
-    "--ttl-days", type=float, default=30.0, show_default=True, help="Stored responses expire after."
-)
-@click.option(
-    "--wire",
-    type=click.Choice(["auto", "openai", "openresponses"]),
-    default="auto",
-    show_default=True,
-    help="How answers are spelled: openresponses (the Open Responses schema's names, e.g. "
-    "response.reasoning.delta), openai (OpenAI's, e.g. response.reasoning_text.delta), or auto: "
-    "openai for OpenAI's SDKs and Codex, openresponses for other clients. "
-    "A request's OpenChatML-Wire header overrides it.",
-)
-@click.option(
-    "--default-max-output-tokens",
-    type=click.IntRange(min=0),
-    default=DEFAULT_MAX_OUTPUT_TOKENS,
-    show_default=True,
-    metavar="N",
-    help="Output tokens a response may sample when its request sets no max_output_tokens "
-    "(0: the context window's room after the prompt).",
-)
-@click.option(
-    "--cors-origin",
-    "cors_origins",
-    multiple=True,
-    metavar="ORIGIN",
-    help="Let browser pages from ORIGIN (https://app.example:8080, or * for any) call the API "
-    "(repeatable; default: none).",
-)
-@click.option(
-    "--python/--no-python",
-    "python",
-    default=None,
-    help="The hosted python tool (code_interpreter, gpt-oss only), kernels confined by bubblewrap. "
-    "Default: on where bubblewrap works; --python fails to start (status 2) where it does not.",
-)
-@click.option(
-    "--python-unsafe",
-    is_flag=True,
-    help="Run the python tool's kernels without bubblewrap (trusted use only).",
-)
-@click.option(
-    "--python-timeout",
-    type=click.FloatRange(min=0, min_open=True),
-    default=120.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="How long one python cell may run.",
-)
-@click.option(
-    "--python-max-kernels",
-    type=click.IntRange(min=1),
-    default=16,
-    show_default=True,
-    metavar="N",
-    help="Python kernels running at once (the least recently used idle one makes room).",
-)
-@click.option(
-    "--python-idle-seconds",
-    type=click.FloatRange(min=0, min_open=True),
-    default=600.0,
-    show_default=True,
-    metavar="SECONDS",
-    help="A python kernel unused this long is stopped (its state lost).",
-)
-@click.option(
-    "--log-level",
-    type=click.Choice(["debug", "info", "warning", "error"]),
-    default="info",
-    show_default=True,
-    help="info: an access-log line per answer; warning: only what went wrong.",
-)
-def serve(
-    model: str | None,
-    upstream: str | None,
-    upstream_api_key: str | None,
-    tokenizer: str | None,
-    served_model_name: str | None,
-    device: str | None,
-    store: str,
-    data_dir: Path | None,
-    host: str,
-    port: int,
-    api_keys: tuple[str, ...],
-    rate_limit: int | None,
-    auth_failures_per_minute: int,
-    max_running: int | None,
-    max_queued: int,
-    max_per_key: int,
-    max_body_mb: float,
-    max_input_tokens: int | None,
-    max_input_items: int,
-    max_conversation_items: int,
-    ttl_days: float,
-    wire: str,
-    default_max_output_tokens: int,
-    cors_origins: tuple[str, ...],
-    python: bool | None,
-    python_unsafe: bool,
-    python_timeout: float,
-    python_max_kernels: int,
-    python_idle_seconds: float,
-    log_level: str,
-) -> None:
-    """Serve the Open Responses API (/v1/responses: JSON, SSE, WebSocket) over a model."""
-    from .server import ServerConfig
-    from .server import serve as run_server
-    from .server.config import DEFAULT_MODEL, default_home
-    from .server.settings import PythonSettings
-
-    if tokenizer and not upstream:
-        raise click.UsageError("--tokenizer goes with --upstream (a local model brings its own tokenizer)")
-    env_keys = tuple(k.strip() for k in os.environ.get("OPENCHATML_API_KEYS", "").split(",") if k.strip())
-    if model is None and not upstream:
-        click.echo(
-            f"no --model given: serving {DEFAULT_MODEL} (--model tiny-random: a small demo model, offline)",
-            err=True,
-        )
-    config = ServerConfig(
-        model=model or DEFAULT_MODEL,
-        upstream=upstream,
-        upstream_api_key=upstream_api_key,
-        tokenizer=tokenizer,
-        device=device,
-        store=store,
-        home=data_dir or default_home(),
-        host=host,
-        port=port,
-        api_keys=api_keys + env_keys,
-        requests_per_minute=rate_limit,
-        auth_failures_per_minute=auth_failures_per_minute,
-        max_running=max_running,
-        max_queued=max_queued,
-        max_per_key=max_per_key,
-        max_body_bytes=int(max_body_mb * 1024 * 1024),
-        request_limits=replace(
-            DEFAULT_LIMITS,
-            max_input_tokens=max_input_tokens or None,
-            max_input_items=max_input_items,
-            max_conversation_items=max_conversation_items,
-        ),
-        ttl_seconds=int(ttl_days * 86400) if ttl_days > 0 else None,
-        served_name=served_model_name,
-        wire=wire,
-        default_max_output_tokens=default_max_output_tokens or None,
-        cors_origins=cors_origins,
-        log_level=log_level,
-        python=True if python_unsafe and python is None else python,
-        python_settings=PythonSettings(
-            unsafe=python_unsafe,
-            timeout=python_timeout,
-            max_kernels=python_max_kernels,
-            idle_seconds=python_idle_seconds,
-        ),
-    )
-    sys.exit(run_server(config))
-
-
-def _add_template_commands() -> None:
+def _add_commands() -> None:
+    from .serve_cli import serve
     from .template_cli import template
 
+    main.add_command(serve)
     main.add_command(template)
 
 
-_add_template_commands()
+_add_commands()

@@ -31,7 +31,7 @@ from openchatml.engines.base import TokenLogprob
 from openchatml.responses.call_rules import CallRules
 from openchatml.responses.resource import ResponseState, Usage
 from openchatml.responses.stream import EventBuilder
-from openchatml.responses.wire.events import StreamEvent
+from openchatml.responses.wire.event_base import StreamEvent
 
 THINK = Message.assistant("The user asks for the weather. SECRET plan.", channel="analysis")
 PREAMBLE = Message.assistant("Let me check.", channel="commentary")

@@ -178,6 +178,7 @@ def test_a_python_call_runs_and_its_reply_is_rendered_into_the_next_prompt() -> 
         ("StepEnded", 0),
         ("HostedCallStarted", 0),
         ("HostedCallFinished", 0),
+        ("NextStep", 1),
         ("Sampled", 1),
         ("StepEnded", 1),
     ]

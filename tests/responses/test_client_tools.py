@@ -138,11 +138,17 @@ def test_computer_tools_are_refused_saying_why(kind: str) -> None:
     assert "cannot see the screenshots" in error.message
 
 
-@pytest.mark.parametrize("kind", ["file_search", "mcp", "image_generation", "wat"])
+@pytest.mark.parametrize("kind", ["file_search", "image_generation", "wat"])
 def test_other_tool_types_stay_unsupported(kind: str) -> None:
     with pytest.raises(RequestError) as caught:
         parse_request(body(tools=[{"type": kind}]))
     assert (caught.value.param, caught.value.code) == ("tools[0].type", "unsupported_tool_type")
+
+
+def test_an_mcp_tool_needs_its_server_label() -> None:
+    with pytest.raises(RequestError) as caught:
+        parse_request(body(tools=[{"type": "mcp", "server_url": "https://mcp.example/mcp"}]))
+    assert caught.value.param == "tools[0].server_label"
 
 
 @pytest.mark.parametrize("container", [None, {"type": "auto"}, "cntr_abc"])

@@ -14,7 +14,7 @@ from test_stream import ANSWER, CALL, LOGPROBS, PREAMBLE, THINK, TOOLS, check, c
 
 from openchatml.responses.replay import replay, replay_events
 from openchatml.responses.wire.dialects import WireDialect
-from openchatml.responses.wire.events import StreamEvent
+from openchatml.responses.wire.event_base import StreamEvent
 from openchatml.responses.wire.resource import load_resource
 
 

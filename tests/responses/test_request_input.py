@@ -270,7 +270,9 @@ def test_typed_items_and_their_json() -> None:
             "'function_call', 'function_call_output', 'openai:custom_tool_call', "
             "'openai:custom_tool_call_output', 'openai:local_shell_call', 'openai:local_shell_call_output', "
             "'openai:shell_call', 'openai:shell_call_output', 'openai:apply_patch_call', "
-            "'openai:apply_patch_call_output', 'openai:code_interpreter_call', 'reasoning', 'compaction', "
+            "'openai:apply_patch_call_output', 'openai:code_interpreter_call', 'openai:web_search_call', "
+            "'openai:mcp_list_tools', 'openai:mcp_call', 'openai:mcp_approval_request', "
+            "'openai:mcp_approval_response', 'reasoning', 'compaction', "
             "'item_reference'.",
         ),
         (
@@ -336,20 +338,21 @@ def test_typed_items_and_their_json() -> None:
             "Duplicate tool name 'a' at 'tools[1]'.",
         ),
         (
-            {"input": "x", "tools": [{"type": "mcp"}]},
+            {"input": "x", "tools": [{"type": "file_search"}]},
             "tools[0].type",
             "unsupported_tool_type",
-            "Unsupported tool type 'mcp' at 'tools[0]': this server takes 'function', 'custom', "
-            "'namespace', 'local_shell', 'shell', 'apply_patch', 'code_interpreter', 'web_search', "
+            "Unsupported tool type 'file_search' at 'tools[0]': this server takes 'function', 'custom', "
+            "'namespace', 'local_shell', 'shell', 'apply_patch', 'code_interpreter', 'mcp', 'web_search', "
             "'web_search_2025_08_26', 'web_search_preview', 'web_search_preview_2025_03_11'.",
         ),
         (
-            {"input": "x", "tool_choice": {"type": "mcp"}},
+            {"input": "x", "tool_choice": {"type": "file_search"}},
             "tool_choice.type",
             "invalid_value",
-            "Invalid tool_choice type 'mcp' at 'tool_choice': expected one of 'function', 'custom', "
-            "'allowed_tools', 'local_shell', 'shell', 'apply_patch', 'web_search', 'web_search_2025_08_26', "
-            "'web_search_preview', 'web_search_preview_2025_03_11', 'code_interpreter'.",
+            "Invalid tool_choice type 'file_search' at 'tool_choice': expected one of 'function', "
+            "'custom', 'allowed_tools', 'mcp', 'local_shell', 'shell', 'apply_patch', 'web_search', "
+            "'web_search_2025_08_26', 'web_search_preview', 'web_search_preview_2025_03_11', "
+            "'code_interpreter'.",
         ),
         (
             {

@@ -20,7 +20,8 @@ from openchatml.responses.request import parse_request
 from openchatml.responses.resource import ResponseState
 from openchatml.responses.stream import EventBuilder
 from openchatml.responses.wire.dialects import WireDialect
-from openchatml.responses.wire.events import StreamEvent, load_event, respell
+from openchatml.responses.wire.event_base import StreamEvent
+from openchatml.responses.wire.events import load_event, respell
 from openchatml.responses.wire.resource import ErrorPayload
 
 SEALER = Sealer(bytes(32))

@@ -23,7 +23,7 @@ from openchatml.responses.request import parse_request
 from openchatml.responses.resource import ResponseState
 from openchatml.responses.stream import EventBuilder
 from openchatml.responses.wire.dialects import WireDialect
-from openchatml.responses.wire.events import StreamEvent
+from openchatml.responses.wire.event_base import StreamEvent
 
 SUMMARY = ["The user ", "asked about ", "Paris."]
 LATER = Message.assistant("Now the weather.", channel="analysis")

@@ -7,6 +7,8 @@ where bubblewrap cannot be had."""
 
 from __future__ import annotations
 
+import base64
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -154,6 +156,60 @@ def test_cancel_stops_the_running_code(serve: Callable[..., LiveServer], python_
     assert cancelled.status == "cancelled"
     assert time.monotonic() - started < 30
     assert name not in kernels or kernels.kernel(name) is not kernel
+
+
+def test_a_cell_past_its_time_limit_fails_and_the_loop_goes_on(
+    serve: Callable[..., LiveServer], python_on: ServiceSettings
+) -> None:
+    """A cell that runs past ``--python-timeout``: the call ends ``failed`` with
+    ``E-TOOL-TIMEOUT`` in its logs, the model reads the error and answers, long before the
+    cell's sleep would have ended."""
+    settings = dataclasses.replace(python_on, python=PythonSettings(timeout=2.0))
+    engine = ScriptedEngine(agent(lambda turn: "import time\nprint('start', flush=True)\ntime.sleep(60)"))
+    client = serve(engine, settings=settings).client()
+    started = time.monotonic()
+    response = client.responses.create(
+        model="scripted-model", input="sleep", tools=TOOLS, include=["code_interpreter_call.outputs"]
+    )
+    assert time.monotonic() - started < 45
+    call, message = response.output
+    assert isinstance(call, ResponseCodeInterpreterToolCall) and call.status == "failed"
+    assert call.outputs is not None
+    logs = [output.logs for output in call.outputs if output.type == "logs"]
+    assert logs[-1].startswith("E-TOOL-TIMEOUT: ") and "start" in logs[0]
+    assert response.status == "completed" and message.type == "message"
+    assert "E-TOOL-TIMEOUT" in load_encoding().decode(engine.prompts[1])
+
+
+FIGURE = """
+import sys, types
+png = bytes([0x89, 0x50, 0x4E, 0x47, 0x0D, 0x0A, 0x1A, 0x0A]) + b"figure bytes"
+class Figure:
+    def savefig(self, name):
+        open(name, "wb").write(png)
+pyplot = types.ModuleType("matplotlib.pyplot")
+pyplot.get_fignums = lambda: [1]
+pyplot.figure = lambda number: Figure()
+pyplot.close = lambda figure: None
+sys.modules["matplotlib.pyplot"] = pyplot
+print("drawn")
+"""
+
+
+def test_a_figure_comes_back_as_an_image(
+    serve: Callable[..., LiveServer], python_on: ServiceSettings
+) -> None:
+    """A figure the cell leaves open (a stand-in for matplotlib's pyplot) is saved in the
+    kernel's folder and comes back among the call's outputs as a PNG ``data:`` URL."""
+    client = serve(ScriptedEngine(agent(lambda turn: FIGURE)), settings=python_on).client()
+    response = client.responses.create(
+        model="scripted-model", input="plot", tools=TOOLS, include=["code_interpreter_call.outputs"]
+    )
+    call = response.output[0]
+    assert isinstance(call, ResponseCodeInterpreterToolCall) and call.outputs is not None
+    [image] = [output for output in call.outputs if output.type == "image"]
+    assert image.url.startswith("data:image/png;base64,")
+    assert base64.b64decode(image.url.split(",", 1)[1]).endswith(b"figure bytes")
 
 
 def test_a_server_without_python_refuses(serve: Callable[..., LiveServer]) -> None:

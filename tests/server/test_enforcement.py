@@ -135,35 +135,116 @@ def test_a_custom_grammar_gbnf_cannot_carry_is_refused_over_llama_cpp(upstream: 
     assert raised.value.code == "unsupported_custom_tool", raised.value
 
 
-def test_a_forced_code_interpreter_call_comes_in_every_trial(tmp_path: Path) -> None:
-    """``tool_choice: {"type": "code_interpreter"}`` on the random gpt-oss: every trial's
-    first step ends in a python call (its code random text, which the kernel runs or
-    refuses); the response completes or runs out of budget, never fails."""
-    sys.path.insert(0, str(Path(__file__).parents[1] / "tools" / "python"))
-    from bwrap_setup import ensure_bwrap
-
-    if ensure_bwrap() is None:
-        pytest.skip("bwrap is not installed and cannot be installed here")
-    python = ["--python", "--python-timeout", "20"]
-    server = CliServer(
-        ["--model", "tiny-random", "--device", "cpu", "--store", "none", *python], tmp_path, timeout=600
-    )
+def forced_trials(
+    server_args: list[str], home: Path, model: str, tools: list[Any], choice: Any, kind: str, ask: str
+) -> list[Any]:
+    """Run ``TRIALS`` requests forcing ``choice`` on ``model`` served with ``server_args``:
+    each completes or runs out of budget (never fails), and its output holds an item of
+    ``kind`` with only thoughts, preambles (and an MCP server's tool list) before it. The
+    first such item of each trial."""
+    args = ["--model", model, "--device", "cpu", "--store", "none", *server_args]
+    server = CliServer(args, home, timeout=600)
+    firsts = []
     try:
         client = server.client()
         for seed in range(TRIALS):
             response = client.responses.create(
-                model="tiny-random",
-                input="What is 6 * 7? Use python.",
-                tools=[{"type": "code_interpreter", "container": {"type": "auto"}}],
-                tool_choice={"type": "code_interpreter"},
-                include=["code_interpreter_call.outputs"],
+                model=model,
+                input=ask,
+                tools=tools,
+                tool_choice=choice,
                 max_output_tokens=BUDGET,
                 extra_body={"seed": seed},
             )
             kinds = [item.type for item in response.output]
             assert response.status in ("completed", "incomplete"), (response.status, response.error)
-            assert "code_interpreter_call" in kinds, kinds
-            first = kinds.index("code_interpreter_call")
-            assert set(kinds[:first]) <= {"reasoning", "message"}, kinds  # thoughts and preambles only
+            assert kind in kinds, kinds
+            first = kinds.index(kind)
+            assert set(kinds[:first]) <= {"reasoning", "message", "mcp_list_tools"}, kinds
+            firsts.append(response.output[first])
     finally:
         server.stop()
+    return firsts
+
+
+def python_args() -> list[str]:
+    """``serve`` options that turn the python tool on; skips where bubblewrap cannot be had."""
+    sys.path.insert(0, str(Path(__file__).parents[1] / "tools" / "python"))
+    from bwrap_setup import ensure_bwrap
+
+    if ensure_bwrap() is None:
+        pytest.skip("bwrap is not installed and cannot be installed here")
+    return ["--python", "--python-timeout", "20"]
+
+
+CODE_INTERPRETER = [{"type": "code_interpreter", "container": {"type": "auto"}}]
+
+
+def test_a_forced_code_interpreter_call_comes_in_every_trial(tmp_path: Path) -> None:
+    """``tool_choice: {"type": "code_interpreter"}`` on the random gpt-oss: every trial's
+    first step ends in a python call (its code random text, which the kernel runs or
+    refuses); the response completes or runs out of budget, never fails."""
+    choice = {"type": "code_interpreter"}
+    ask = "What is 6 * 7? Use python."
+    forced_trials(
+        python_args(), tmp_path, "tiny-random", CODE_INTERPRETER, choice, "code_interpreter_call", ask
+    )
+
+
+def test_a_forced_code_interpreter_call_on_a_template_model(tmp_path: Path) -> None:
+    """The same on the random tiny Qwen3 chat model: the template offers python as a
+    function, and every trial's first turn calls it."""
+    choice = {"type": "code_interpreter"}
+    ask = "What is 6 * 7? Use python."
+    model = "tiny-chat-qwen3"
+    forced_trials(python_args(), tmp_path, model, CODE_INTERPRETER, choice, "code_interpreter_call", ask)
+
+
+def test_a_forced_web_search_comes_in_every_trial(tmp_path: Path) -> None:
+    """``tool_choice: {"type": "web_search_preview"}`` on the random gpt-oss, its browser over
+    a corpus: every trial's first step ends in a ``browser.search`` call (its arguments
+    random text, which the browser runs or refuses)."""
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "note.md").write_text("# A note\n\nThe answer is forty-two.\n")
+    tools = [{"type": "web_search_preview"}]
+    choice = {"type": "web_search_preview"}
+    ask = "What does the note say? Search for it."
+    args = ["--browser-corpus", str(corpus)]
+    calls = forced_trials(args, tmp_path, "tiny-random", tools, choice, "web_search_call", ask)
+    assert all(call.action.type == "search" for call in calls)
+
+
+def _mcp_fixtures() -> Any:
+    """The MCP test server's fixtures (tests/tools/mcp/conftest.py), loaded once."""
+    if "mcp_fixtures" not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            "mcp_fixtures", Path(__file__).parents[1] / "tools" / "mcp" / "conftest.py"
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["mcp_fixtures"] = module
+        spec.loader.exec_module(module)
+    return sys.modules["mcp_fixtures"]
+
+
+mcp_server = _mcp_fixtures().mcp_server
+
+
+def test_a_forced_mcp_call_comes_in_every_trial(tmp_path: Path, mcp_server: Any) -> None:
+    """``tool_choice: {"type": "mcp", "server_label": "demo"}`` on the random gpt-oss, with a
+    live MCP server: every trial lists the server's tools and its first step calls one of
+    them (random arguments, which the server runs or refuses)."""
+    tool = {
+        "type": "mcp",
+        "server_label": "demo",
+        "server_url": mcp_server.http_url,
+        "headers": mcp_server.auth,
+        "allowed_tools": ["add"],
+        "require_approval": "never",
+    }
+    choice = {"type": "mcp", "server_label": "demo"}
+    args = ["--mcp-allow", f"http://127.0.0.1:{mcp_server.http_port}/mcp"]
+    ask = "Add 2 and 3 with the demo server."
+    calls = forced_trials(args, tmp_path, "tiny-random", [tool], choice, "mcp_call", ask)
+    assert all(call.name == "add" for call in calls)

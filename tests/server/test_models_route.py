@@ -69,7 +69,7 @@ def llama_engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 def test_a_template_model_reports_what_its_template_spells(llama_engine: Any, tmp_path: Path) -> None:
     dialect = TemplateDialect.of_engine(llama_engine)
     assert dialect is not None
-    python_on = ServiceSettings(python=PythonSettings(unsafe=True))  # gpt-oss only: not offered here
+    python_on = ServiceSettings(python=PythonSettings(unsafe=True))  # offered as a function
     service = ResponseService(llama_engine, None, dialect=dialect, settings=python_on)
     with LiveServer(service) as server, server.http() as http:
         card = http.get("/v1/models/tiny-chat-llama").json()
@@ -77,7 +77,7 @@ def test_a_template_model_reports_what_its_template_spells(llama_engine: Any, tm
     assert card["capabilities"]["tools"] is True
     assert card["capabilities"]["reasoning"] is False  # Llama 3.1's template has no thinking
     assert card["capabilities"]["enforced_decoding"] is True
-    assert card["tool_types"]["offered"] == list(OFFERED_TOOL_TYPES)
+    assert card["tool_types"]["offered"] == [*OFFERED_TOOL_TYPES, "code_interpreter"]
 
 
 def test_without_max_output_tokens_the_server_default_bounds_sampling(serve: Any) -> None:

@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from typing import Final, Literal
 
 from ..responses.wire.content import LogProb
+from ..responses.wire.event_base import StreamEvent
 from ..responses.wire.events import (
     ErrorEvent,
     FunctionCallArgumentsDelta,
@@ -44,7 +45,6 @@ from ..responses.wire.events import (
     ResponseCompleted,
     ResponseFailed,
     ResponseIncomplete,
-    StreamEvent,
 )
 from ..responses.wire.items import AssistantMessage, FunctionCall
 from ..responses.wire.resource import ErrorPayload

@@ -9,13 +9,19 @@ decides what follows:
   cancellation are the router's), the tool's reply message is rendered by the core
   renderer, and the step's ids, the reply's ids and ``<|start|>assistant`` extend the
   prompt for the next step;
-* a call of the client's (``functions.*``) or of a recipient nobody hosts, a final answer
-  (``<|return|>``), no stop token, a hosted call with no budget left to sample its
+* a call of the client's (``functions.*``) or of a recipient nobody hosts, a hosted call
+  that waits for the user's approval (``held``: an MCP tool that requires it), a final
+  answer (``<|return|>``), no stop token, a hosted call with no budget left to sample its
   answer, or a bound reached → the loop ends with what was sampled; nothing more runs.
 
+Calls the user approved in an earlier response (``first_calls``) run before the first
+step: each reply goes into the prompt, after the call it answers (the prompt's last
+message) and before its ``<|start|>assistant``.
+
 The loop yields typed events: :class:`Sampled` for every engine chunk of every step,
-:class:`StepEnded` when a step's sampling ends, and :class:`HostedCallStarted` /
-:class:`HostedCallFinished` around each hosted call. The output budget
+:class:`StepEnded` when a step's sampling ends, :class:`HostedCallStarted` /
+:class:`HostedCallFinished` around each hosted call, and :class:`NextStep` before a step
+that samples after the tools' replies. The output budget
 (``params.max_tokens``) spans the whole loop: every step's sampled ids count against it;
 a tool's reply counts against the context window only. Cancelling the task iterating the
 loop (or closing the iterator) stops the engine's stream and the call running.
@@ -38,6 +44,7 @@ from ..engines.base import Chunk, Engine, SamplingParams
 from ..tools.base import HostedCall, ToolResult
 from ..tools.reply import reply_message
 from ..tools.router import CallBudget, Route, ToolRouter
+from .stream import TokenParser
 
 DEFAULT_MAX_STEPS: Final = 16
 """How many times the loop samples at most, unless told otherwise."""
@@ -60,6 +67,8 @@ class StepEnd(StrEnum):
     """A hosted call in the last step the loop may take: left unrun."""
     MAX_TOOL_CALLS = "max_tool_calls"
     """A hosted call past the response's ``max_tool_calls``: left unrun."""
+    APPROVAL = "approval"
+    """A hosted call that waits for the user's approval: left unrun."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +107,17 @@ class HostedCallFinished:
     reply: Message
 
 
-AgentEvent = Sampled | StepEnded | HostedCallStarted | HostedCallFinished
+@dataclass(frozen=True, slots=True)
+class NextStep:
+    """Step ``step`` samples next, after the replies of the calls before it; ``parser``:
+    what reads its ids, where the model's prompt changed how (a chat template's prompt may
+    open the answer anew), else ``None``."""
+
+    step: int
+    parser: TokenParser | None = None
+
+
+AgentEvent = Sampled | StepEnded | HostedCallStarted | HostedCallFinished | NextStep
 """Anything :class:`AgentLoop` yields."""
 
 
@@ -116,7 +135,8 @@ class AgentLoop:
     ``router`` runs the hosted calls; ``max_steps`` bounds how many times the loop
     samples; ``budget`` is the response's ``max_tool_calls`` counter (``None``: no
     limit); ``context_length`` caps prompt plus sample (default: the engine's);
-    ``encoding`` renders the tools' replies (default: o200k_harmony).
+    ``encoding`` renders the tools' replies (default: o200k_harmony); ``held(recipient)``
+    says whether a call of ``recipient`` waits for the user's approval (default: none does).
     """
 
     def __init__(
@@ -128,6 +148,7 @@ class AgentLoop:
         budget: CallBudget | None = None,
         context_length: int | None = None,
         encoding: Encoding | None = None,
+        held: Callable[[str], bool] | None = None,
     ) -> None:
         if max_steps < 1:
             raise ValueError(f"max_steps must be at least 1, not {max_steps}")
@@ -137,6 +158,7 @@ class AgentLoop:
         self.budget = budget
         self.context_length = engine.info.context_length if context_length is None else context_length
         self._renderer = Renderer(RenderConfig(profile=Profile.HARMONY), encoding)
+        self.held = held
 
     async def run(
         self,
@@ -144,6 +166,7 @@ class AgentLoop:
         params: SamplingParams,
         *,
         params_for: Callable[[int], SamplingParams] | None = None,
+        first_calls: Sequence[HostedCall] = (),
     ) -> AsyncGenerator[AgentEvent, None]:
         """The events of the loop from ``prompt`` (ids ending in ``<|start|>assistant``).
 
@@ -151,9 +174,17 @@ class AgentLoop:
         window only); ``params_for(step)`` gives a step's settings (a forced tool choice's
         grammar for step 0, ``auto`` after), ``params`` otherwise; its ``max_tokens`` is
         replaced by what is left. Both must stop at ``<|call|>`` and ``<|return|>``.
+        ``first_calls`` run before the first step (their events carry step ``-1``).
         Raises :class:`~openchatml.engines.base.EngineError` when the engine fails.
         """
         context = list(prompt)
+        opening = len(self._renderer.completion_tokens([]))  # <|start|>assistant
+        for call in first_calls:
+            yield HostedCallStarted(-1, call)
+            result = await self.router.run_one(call, budget=self.budget)
+            reply = reply_message(call, result, Profile.HARMONY)
+            yield HostedCallFinished(-1, call, result, reply)
+            context = context[: len(context) - opening] + self._renderer.completion_tokens([reply])
         spent = 0
         for step in range(self.max_steps):
             limit = self._limit(params.max_tokens, spent, len(context))
@@ -179,6 +210,7 @@ class AgentLoop:
             yield HostedCallFinished(step, call, result, reply)
             context += sampled.ids
             context += self._renderer.completion_tokens([reply])
+            yield NextStep(step + 1)
 
     def _limit(self, budget: int | None, spent: int, prompt_length: int) -> int | None:
         """How many ids the next step may sample: what is left of the output ``budget``,
@@ -224,6 +256,8 @@ class AgentLoop:
             return StepEnd.CLIENT_CALL
         if route is Route.UNKNOWN:
             return StepEnd.UNKNOWN_CALL
+        if self.held is not None and self.held(last.recipient):
+            return StepEnd.APPROVAL
         if not room:
             return StepEnd.LENGTH
         if step + 1 >= self.max_steps:

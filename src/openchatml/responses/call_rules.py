@@ -49,7 +49,8 @@ class CallRules:
     """Custom tools with a grammar: call name → (syntax, definition)."""
     custom: frozenset[str] = frozenset()
     hosted: frozenset[str] = frozenset()
-    """The call names of the tools the server runs (``python``): any input."""
+    """The call names of the tools the server runs (``python``, an MCP server's tools): any
+    input (a tool that cannot read it answers so)."""
     answer_schema: Mapping[str, Any] | None = None
     """The JSON Schema the answer conforms to (``text.format``); ``None``: free text."""
 
@@ -73,7 +74,7 @@ class CallRules:
             for tool in index.tools
             if tool.custom is not None and (grammar := tool.custom.grammar) is not None
         }
-        hosted = frozenset(index.hosted)
+        hosted = frozenset(index.hosted) | index.served
         return cls(mode, frozenset(allowed), schemas, grammars, index.custom_names, hosted, answer)
 
     def after_first_step(self, request: ResponseRequest) -> CallRules:

@@ -35,13 +35,13 @@ from ..templates.parsing.lexer import (
     Lexer,
 )
 from .client_tools import client_call, function_of
+from .wire.event_base import StreamEvent
 from .wire.events import (
     OutputItemAdded,
     OutputItemDone,
     ShellCallCommandAdded,
     ShellCallCommandDelta,
     ShellCallCommandDone,
-    StreamEvent,
 )
 from .wire.items import ClientCall, ItemStatus, ShellAction, ShellCall
 

@@ -23,24 +23,26 @@ from __future__ import annotations
 from ..core.events import Header
 from ..core.messages import Role
 from ..tools.base import ImageOutput, LogOutput, ToolResult
-from .hosted_calls import HostedWriter, Numbering
+from .custom_tools import FUNCTIONS, InputArgument
+from .hosted_calls import CallQueue, HostedWriter, Numbering
+from .hosted_functions import CODE
 from .request_tools import PYTHON
-from .wire.events import (
+from .wire.event_base import StreamEvent
+from .wire.events import OutputItemAdded, OutputItemDone
+from .wire.hosted_events import (
     CodeInterpreterCallCodeDelta,
     CodeInterpreterCallCodeDone,
     CodeInterpreterCallCompleted,
     CodeInterpreterCallInProgress,
     CodeInterpreterCallInterpreting,
-    OutputItemAdded,
-    OutputItemDone,
-    StreamEvent,
 )
 from .wire.items import CodeImage, CodeInterpreterCall, CodeLogs, CodeOutput, OutputItem
 
 
 def code_outputs(result: ToolResult) -> tuple[CodeOutput, ...]:
     """The ``outputs`` of a call that gave ``result``: its logs (the reply text when the
-    tool gave none) and images by URL."""
+    tool gave none), images by URL, and for a failed call a last log naming the error
+    (``E-TOOL-TIMEOUT: …``), as the model read it."""
     outputs: list[CodeOutput] = []
     for output in result.outputs:
         if isinstance(output, LogOutput):
@@ -49,6 +51,8 @@ def code_outputs(result: ToolResult) -> tuple[CodeOutput, ...]:
             outputs.append(CodeImage(url=output.url))
     if not any(isinstance(output, CodeLogs) for output in outputs) and result.content:
         outputs.insert(0, CodeLogs(logs=result.content))
+    if result.error is not None:
+        outputs.append(CodeLogs(logs=f"{result.error.code}: {result.error.message}"))
     return tuple(outputs)
 
 
@@ -56,9 +60,11 @@ class CodeCallWriter:
     """The events of the call ``item`` (``in_progress``, as it opened) at ``index`` of the
     output (see the module docstring); ``item`` always holds the call as it stands."""
 
-    def __init__(self, item: CodeInterpreterCall, index: int) -> None:
+    def __init__(self, item: CodeInterpreterCall, index: int, reader: InputArgument | None = None) -> None:
         self.item = item
         self.index = index
+        self.reader = reader
+        """Reads the code out of JSON arguments (a chat-template model's call), if given."""
 
     @property
     def item_id(self) -> str:
@@ -73,8 +79,13 @@ class CodeCallWriter:
         ]
 
     def delta(self, text: str, number: Numbering) -> list[StreamEvent]:
-        """The event of more of the code."""
-        return [CodeInterpreterCallCodeDelta(number(), self.index, self.item.id, text)]
+        """The event of more of the code (of the body, or read out of its arguments)."""
+        code = self.reader.feed(text) if self.reader is not None else text
+        return [CodeInterpreterCallCodeDelta(number(), self.index, self.item.id, code)] if code else []
+
+    def code(self, body: str) -> str:
+        """The whole code of the call whose body is ``body``."""
+        return self.reader.close() if self.reader is not None else body
 
     def written(self, code: str, complete: bool, number: Numbering) -> list[StreamEvent]:
         """The end of the code (``complete``: at ``<|call|>``): ``code.done``; a call cut
@@ -115,37 +126,46 @@ class CodeCalls:
         self.container = container
         self.offered = offered
         self.outputs = outputs
-        self.pending: CodeCallWriter | None = None
-        """The call written last, waiting for its run."""
+        self.calls: CallQueue[CodeCallWriter] = CallQueue()
+        """The calls written and not yet done."""
 
     def opening(self, number: Numbering) -> list[StreamEvent]:
         """Nothing: python adds no item before the model samples."""
         return []
 
+    @property
+    def ready(self) -> int:
+        """No call runs before the model samples."""
+        return 0
+
     def claims(self, header: Header) -> str | None:
-        """``python`` when ``header`` opens a python call, the code interpreter being offered."""
-        calls = self.offered and header.author.role is Role.ASSISTANT and header.recipient == PYTHON
-        return PYTHON if calls else None
+        """``python`` when ``header`` opens a python call, the code interpreter being offered:
+        gpt-oss's (``to=python``, the code as the body) or a chat-template model's
+        (``to=functions.python``, the code in JSON arguments)."""
+        calls = self.offered and header.author.role is Role.ASSISTANT
+        return PYTHON if calls and header.recipient in (PYTHON, FUNCTIONS + PYTHON) else None
 
     def open(self, header: Header, number: Numbering) -> tuple[CodeCallWriter, list[StreamEvent]]:
         """A new call at the end of the output (``in_progress``): its writer and events."""
         call = CodeInterpreterCall(code="", container_id=self.container, status="in_progress")
         self.output.append(call)
-        writer = CodeCallWriter(call, len(self.output) - 1)
+        reader = InputArgument(CODE) if header.recipient == FUNCTIONS + PYTHON else None
+        writer = CodeCallWriter(call, len(self.output) - 1, reader)
         return writer, writer.opened(number)
 
     def close(self, writer: HostedWriter, code: str, complete: bool, number: Numbering) -> list[StreamEvent]:
         """The call of ``writer`` is written (``complete``: ended by ``<|call|>``, it waits
         for its run; else it ends ``incomplete``)."""
         assert isinstance(writer, CodeCallWriter)
-        events = writer.written(code, complete, number)
+        events = writer.written(writer.code(code), complete, number)
         self.output[writer.index] = writer.item
-        self.pending = writer if complete else None
+        if complete:
+            self.calls.written(writer)
         return events
 
     def running(self, number: Numbering) -> list[StreamEvent]:
-        """The waiting call starts running: ``interpreting`` (nothing when none waits)."""
-        writer = self.pending
+        """The first waiting call starts running: ``interpreting`` (nothing when none waits)."""
+        writer = self.calls.start()
         if writer is None:
             return []
         events = writer.interpreting(number)
@@ -153,8 +173,8 @@ class CodeCalls:
         return events
 
     def finished(self, result: ToolResult, number: Numbering) -> list[StreamEvent]:
-        """The running call gave ``result``: its last events."""
-        writer, self.pending = self.pending, None
+        """The first running call gave ``result``: its last events."""
+        writer = self.calls.finish()
         if writer is None:
             return []
         events = writer.finished(result, self.outputs, number)
@@ -162,10 +182,9 @@ class CodeCalls:
         return events
 
     def abandoned(self, number: Numbering) -> list[StreamEvent]:
-        """The response ends with a call left unrun: it ends ``incomplete``."""
-        writer, self.pending = self.pending, None
-        if writer is None:
-            return []
-        events = writer.abandoned(number)
-        self.output[writer.index] = writer.item
+        """The response ends with calls left unrun (or unfinished): they end ``incomplete``."""
+        events: list[StreamEvent] = []
+        for writer in self.calls.drain():
+            events += writer.abandoned(number)
+            self.output[writer.index] = writer.item
         return events

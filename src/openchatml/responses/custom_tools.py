@@ -139,13 +139,15 @@ def input_of(arguments: str) -> str:
 
 
 class InputArgument:
-    """Reads the ``input`` argument's text out of JSON arguments arriving in pieces
-    (``{"input": "*** Begin Patch\\n…"}``): :meth:`feed` gives the text of the input
+    """Reads the ``input`` argument's text (or that of the string argument ``name``) out of
+    JSON arguments arriving in pieces (``{"input": "*** Begin Patch\\n…"}``): :meth:`feed`
+    gives the text of the input
     decoded from each piece (escapes resolved) as soon as it is certain; :meth:`close`
     gives the whole input: the string's text (so far, where the arguments were cut
     short), or :func:`input_of` the arguments where they held no string ``input``."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = INPUT) -> None:
+        self._name = name
         self._lexer = Lexer()
         self._buffer = ""  # text the lexer has not read yet
         self._arguments: list[str] = []
@@ -193,7 +195,7 @@ class InputArgument:
             return
         elif kind == T_COLON:
             self._in_value = True
-            self._streaming = "".join(self._key) == INPUT
+            self._streaming = "".join(self._key) == self._name
         elif kind == T_COMMA:
             self._in_value, self._streaming, self._key = False, False, []
         elif kind == T_STR_BEGIN and self._streaming:

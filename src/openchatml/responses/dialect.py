@@ -23,6 +23,7 @@ from typing import Any, Protocol
 from ..core.messages import Conversation
 from ..engines.base import Engine, EngineError, SamplingParams
 from ..templates.analysis import analyze
+from ..templates.analysis.thinking import reasoning_closer
 from ..templates.decoding import TemplateTokenParser
 from ..templates.environment import ChatTemplate
 from ..templates.errors import TemplateError
@@ -34,6 +35,7 @@ from .call_rules import later_steps
 from .custom_tools import with_input_arguments
 from .errors import RequestError
 from .grammar import ModelFormat, response_grammar
+from .hosted_functions import as_template_messages
 from .request import ResponseRequest
 from .runner import Prepared, RenderedPrompt, prepare
 from .stream import TokenParser, Vocabulary
@@ -103,7 +105,10 @@ class TemplateDialect:
     switches thinking off, the other efforts on (a request's ``minimal`` is read as
     ``low``), at the nearest of the template's levels where it has levels; without
     ``reasoning`` the template's default holds (see
-    :func:`~..templates.prompt.thinking_variables`).
+    :func:`~..templates.prompt.thinking_variables`). Where the prompt still opens the
+    reasoning with ``none`` (a template that always does, DeepSeek-R1's ``<think>\\n``),
+    the prompt closes it as an empty block, and the grammar, where the request has one,
+    lets no reasoning open (see :mod:`.grammar`): no reasoning tokens are spent.
 
     Sampling stops at the tokenizer's stop ids and at the ids of the format's end markers
     (``stop_ids``)."""
@@ -149,7 +154,7 @@ class TemplateDialect:
         try:
             text, ids = prompt_ids(
                 self.template,
-                with_input_arguments(conversation),
+                with_input_arguments(_hosted_as_functions(conversation, request)),
                 self.tokenizer,
                 tools=tools,
                 thinking=request.reasoning_effort,
@@ -157,7 +162,28 @@ class TemplateDialect:
             )
         except TemplateError as exc:
             raise RequestError(f"The model's chat template cannot render this input: {exc.message}") from exc
+        if request.reasoning_effort == "none":
+            text, ids = self._without_reasoning(text, ids)
         return RenderedPrompt(ids, text)
+
+    def _prefix(self, text: str) -> str:
+        """What prompt ``text`` wrote of the answer: the text after its last role header."""
+        header = self.format.generation_prompt.header
+        return text[text.rindex(header) + len(header) :] if header and header in text else ""
+
+    def _without_reasoning(self, text: str, ids: list[int]) -> tuple[str, list[int]]:
+        """The prompt ``text`` (encoded as ``ids``) with the reasoning it left open closed
+        as an empty block (:func:`~..templates.analysis.thinking.reasoning_closer`): thinking
+        off where the template's switch cannot do it. The prefix is encoded again with the
+        closer where the prompt's ids end with it, so that the tokenizer sees them whole."""
+        prefix = self._prefix(text)
+        closer = reasoning_closer(self.format.reasoning, prefix)
+        if not closer:
+            return text, ids
+        tail = self.tokenizer.encode(prefix) if prefix else []
+        if tail and ids[-len(tail) :] == tail:
+            return text + closer, ids[: -len(tail)] + self.tokenizer.encode(prefix + closer)
+        return text + closer, ids + self.tokenizer.encode(closer)
 
     def prepare(
         self,
@@ -177,10 +203,7 @@ class TemplateDialect:
             prompt_of=lambda c: self._render(c, request),
             stop_ids=self.stop_ids,
         )
-        header = self.format.generation_prompt.header
-        text = prepared.text or ""
-        prefix = text[text.rindex(header) + len(header) :] if header and header in text else ""
-        prepared = replace(prepared, prefix=prefix)
+        prepared = replace(prepared, prefix=self._prefix(prepared.text or ""))
         model = ModelFormat(self.format, tuple(self.tokenizer.markers.items()))
         return constrained(prepared, request, model)
 
@@ -189,6 +212,16 @@ class TemplateDialect:
         the prompt already wrote of the answer."""
         options = ParseOptions(tools=tuple(_tools_json(request)), prefix=prepared.prefix)
         return TemplateTokenParser(self.format, self.tokenizer, stop_ids=self.stop_ids, options=options)
+
+
+def _hosted_as_functions(conversation: Conversation, request: ResponseRequest) -> Conversation:
+    """``conversation`` with the calls of the request's hosted tools and their replies
+    written as function calls and outputs, as a chat template renders them."""
+    index = ToolIndex.of(request)
+    hosted = (*index.hosted, *sorted(index.served))
+    if not hosted:
+        return conversation
+    return replace(conversation, messages=tuple(as_template_messages(conversation.messages, hosted)))
 
 
 def constrained(prepared: Prepared, request: ResponseRequest, model: ModelFormat) -> Prepared:

@@ -11,7 +11,9 @@ constrains the output (no tools, or ``auto`` over none, and free text).
 
 Reasoning stays free but bounded: with ``max_tokens`` to spend, the text before the answer
 or the call gets at most ``max_tokens - reserve`` tokens (:func:`reasoning_bound`), so that
-a forced call or a schema-conforming answer has room to finish.
+a forced call or a schema-conforming answer has room to finish. A template model asked
+for no reasoning (``reasoning.effort: "none"``) gets none: a block its prompt opened closes
+at once, and none opens.
 """
 
 from __future__ import annotations
@@ -26,17 +28,17 @@ from ..engines.guidance import check_grammar
 from ..templates.errors import UnsupportedTemplateError
 from ..templates.format import TemplateFormat, ToolSyntax
 from ..templates.grammar import ToolGrammar, harmony_tool_call_grammar, tool_call_grammar
+from ..templates.grammar.budget import RESERVE
 from ..templates.grammar.custom_grammar import custom_grammar_problem
 from ..templates.grammar.json_schema import close_schema
 from ..templates.grammar.tool_choice import BuiltinTool, FreeformTool
 from .call_rules import answer_schema
 from .errors import RequestError
+from .hosted_functions import hosted_functions
 from .request import ResponseRequest
 from .tool_index import OfferedTool, ToolIndex
 from .wire.tools import AllowedTools, CustomTool, JsonSchemaFormat
 
-RESERVE: Final = 256
-"""Tokens kept for the constrained part (a call, a structured answer) out of a budget."""
 ANY_VALUE: Final[Mapping[str, Any]] = {}
 
 
@@ -52,7 +54,9 @@ class ModelFormat:
 def reasoning_bound(max_tokens: int | None) -> int | None:
     """The tokens reasoning may take of ``max_tokens`` (``None``: unbounded): all but
     :data:`RESERVE` (half of a smaller budget), rounded down to one of a few values (so
-    that nearby budgets share one compiled grammar: at most an eighth is lost)."""
+    that nearby budgets share one compiled grammar: at most an eighth is lost). A template
+    model's calls with a longest spelling take more of it where they need it
+    (:func:`~..templates.grammar.budget.call_budget`)."""
     if max_tokens is None:
         return None
     free = max_tokens - min(RESERVE, max_tokens // 2)
@@ -83,7 +87,10 @@ def response_grammar(
         choice = "none"  # the template writes no calls: the answer is all there is to hold
     if answer is None and choice == "none" and not (offered and writes_calls):
         return None
-    tools = tuple(_tool_json(tool) for tool in index.tools if tool.custom is None)
+    functions = [tool for tool in index.tools if tool.custom is None]
+    if template is not None:  # a template model calls the hosted tools as functions
+        functions += hosted_functions(index.hosted)
+    tools = tuple(map(_tool_json, functions))
     freeform = tuple(
         _freeform(tool.call_name, tool.custom) for tool in index.tools if tool.custom is not None
     )
@@ -93,11 +100,11 @@ def response_grammar(
         json.dumps(tools, sort_keys=True),
         freeform,
         builtin,
-        json.dumps(choice, sort_keys=True),
+        json.dumps(choice if template is None else _as_function_choice(choice), sort_keys=True),
         None if answer is None else json.dumps(answer, sort_keys=True),
         request.parallel_tool_calls,
         prefix,
-        reasoning_bound(max_tokens),
+        0 if template is not None and request.reasoning_effort == "none" else reasoning_bound(max_tokens),
     )
     _check(grammar, request, answer)
     return grammar
@@ -117,7 +124,7 @@ def _choice(request: ResponseRequest, index: ToolIndex) -> Any:
     mode, names = index.selection(choice)
     if mode == "none" or isinstance(choice, str):
         return mode
-    if isinstance(choice, AllowedTools):
+    if isinstance(choice, AllowedTools) or len(names) != 1:  # an MCP server's tools: any of them
         return {"type": "allowed_tools", "mode": mode, "tools": [{"name": name} for name in names]}
     (name,) = names
     tool = index.get(name)
@@ -125,6 +132,13 @@ def _choice(request: ResponseRequest, index: ToolIndex) -> Any:
         return {"type": "builtin", "name": name}
     kind = "custom" if tool is not None and tool.custom is not None else "function"
     return {"type": kind, "name": name}
+
+
+def _as_function_choice(choice: Any) -> Any:
+    """``choice`` for a template model: a hosted tool named as the function it is offered as."""
+    if isinstance(choice, dict) and choice.get("type") == "builtin":
+        return {"type": "function", "name": choice["name"]}
+    return choice
 
 
 def _freeform(name: str, tool: CustomTool) -> FreeformTool:

@@ -8,22 +8,59 @@ first that says yes opens the call's item and gives a :class:`HostedWriter` for 
 The agent loop then runs the call, and the builder relays the run to every kind
 (:meth:`HostedCalls.running`, :meth:`HostedCalls.finished`): only the kind whose call
 waits answers with events. Items a tool adds before the model samples (an MCP server's
-tool list) come right after the response opens (:meth:`HostedCalls.opening`). A call left unrun when the response ends is
-:meth:`HostedCalls.abandoned`. Every method takes :data:`Numbering`, which gives the next
-event's sequence number, and returns the events in order.
+tool list, calls the user approved, which run first) come right after the response
+opens (:meth:`HostedCalls.opening`). A call
+left unrun when the response ends is :meth:`HostedCalls.abandoned`. Every method takes
+:data:`Numbering`, which gives the next event's sequence number, and returns the events
+in order.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
-from typing import Protocol
+from typing import Generic, Protocol, TypeVar
 
 from ..core.events import Header
 from ..tools.base import ToolResult
-from .wire.events import StreamEvent
+from .wire.event_base import StreamEvent
 
 Numbering = Callable[[], int]
 """Gives the next event's sequence number."""
+
+W = TypeVar("W")
+
+
+class CallQueue(Generic[W]):
+    """A tool's calls between being written and being done, in call order: written ones
+    wait, then run, then are done (the agent loop starts and finishes them in order)."""
+
+    def __init__(self) -> None:
+        self.waiting: deque[W] = deque()
+        self.running: deque[W] = deque()
+
+    def written(self, call: W) -> None:
+        """``call`` is written and waits for its run."""
+        self.waiting.append(call)
+
+    def start(self) -> W | None:
+        """The first waiting call, now running (``None``: none waits)."""
+        if not self.waiting:
+            return None
+        call = self.waiting.popleft()
+        self.running.append(call)
+        return call
+
+    def finish(self) -> W | None:
+        """The first running call, now done (``None``: none runs)."""
+        return self.running.popleft() if self.running else None
+
+    def drain(self) -> list[W]:
+        """Every call not done (running first, then waiting), now given up."""
+        calls = [*self.running, *self.waiting]
+        self.running.clear()
+        self.waiting.clear()
+        return calls
 
 
 class HostedWriter(Protocol):
@@ -48,8 +85,13 @@ class HostedCalls(Protocol):
     """The calls of one hosted tool in one response (see the module docstring)."""
 
     def opening(self, number: Numbering) -> list[StreamEvent]:
-        """Items the tool adds before the model samples (an MCP server's tool list), with
-        their events; most tools add none."""
+        """Items the tool adds before the model samples (an MCP server's tool list, the
+        calls the user approved), with their events; most tools add none."""
+        ...
+
+    @property
+    def ready(self) -> int:
+        """How many calls :meth:`opening` opened that run before the model samples."""
         ...
 
     def claims(self, header: Header) -> str | None:

@@ -36,6 +36,7 @@ from __future__ import annotations
 import base64
 import binascii
 import datetime as _dt
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
@@ -46,17 +47,20 @@ from ..core.content import (
     ReasoningEffort,
     ResponseFormat,
     SystemContent,
+    ToolNamespaceConfig,
 )
 from ..core.interchange import InterchangeError, message_from_json
 from ..core.messages import Conversation, Intent, Message, Role
+from ..tools.browser import browser_namespace
 from ..tools.python import DEFAULT_TIMEOUT, python_namespace
 from . import ids
 from .client_tools import call_message, output_call_id, output_text, recipient_of
 from .crypto import Sealer
 from .custom_tools import FUNCTIONS, custom_call, is_custom_call
 from .errors import RequestError
+from .mcp_calls import mcp_messages
 from .request import ResponseRequest
-from .request_tools import PYTHON
+from .request_tools import BROWSER, BROWSER_ACTIONS, BROWSER_SEARCH, PYTHON
 from .tool_index import ToolIndex
 from .tool_prompt import harmony_namespaces
 from .wire.content import InputFile, InputPart, InputText, OutputPart, OutputText, ReasoningText
@@ -74,16 +78,22 @@ from .wire.items import (
     FunctionCallOutput,
     InputItem,
     Item,
+    PageFind,
     Phase,
     ReasoningItem,
+    SearchQuery,
     SystemMessage,
     ToolCall,
     UserMessage,
+    WebSearchCall,
 )
+from .wire.mcp_items import McpApprovalRequest, McpApprovalResponse, McpCall, McpListTools
 from .wire.tools import JsonSchemaFormat
 
 NO_OUTPUTS: Final = "(the output of this call was not kept)"
 """The reply to a stored code interpreter call without ``outputs``."""
+NO_PAGE: Final = "(the page this call showed was not kept; its cursor stays open)"
+"""The reply to a stored browser call: the page it showed is not stored with the item."""
 
 REASONING_KIND: Final = "reasoning"
 COMPACTION_KIND: Final = "compaction"
@@ -111,6 +121,8 @@ class PromptSettings:
     current_date: str | None = None
     python_timeout: float = DEFAULT_TIMEOUT
     """How long a cell of the hosted ``python`` tool may run, as its description says."""
+    browser_source: str = "web"
+    """What the hosted browser searches, as its description's ``sources=`` line says."""
 
 
 def function_name(recipient: str) -> str:
@@ -143,17 +155,23 @@ def harmony_effort(effort: str | None, default: ReasoningEffort) -> ReasoningEff
 
 def system_message(request: ResponseRequest, settings: PromptSettings) -> Message:
     """The system message: identity, knowledge cutoff, date, reasoning effort, and the
-    built-in ``python`` tool (the text gpt-oss was trained on, with the server's timeout)
-    when the request offers the code interpreter and ``tool_choice`` lets the model call it."""
+    built-in tools the request offers and ``tool_choice`` lets the model call (the texts
+    gpt-oss was trained on): ``browser`` (web search, naming the server's source) and
+    ``python`` (the code interpreter, with the server's timeout)."""
     date = settings.current_date or _dt.datetime.now(_dt.UTC).date().isoformat()
-    python = PYTHON in ToolIndex.of(request).selection(request.tool_choice)[1]
+    callable_names = ToolIndex.of(request).selection(request.tool_choice)[1]
+    tools: dict[str, ToolNamespaceConfig] = {}
+    if any(name in callable_names for name in BROWSER_ACTIONS):
+        tools[BROWSER] = browser_namespace(settings.browser_source)
+    if PYTHON in callable_names:
+        tools[PYTHON] = python_namespace(settings.python_timeout)
     return Message.system(
         SystemContent(
             model_identity=settings.model_identity,
             reasoning_effort=harmony_effort(request.reasoning_effort, settings.reasoning_effort),
             conversation_start_date=date,
             knowledge_cutoff=settings.knowledge_cutoff,
-            tools={PYTHON: python_namespace(settings.python_timeout)} if python else None,
+            tools=tools or None,
         )
     )
 
@@ -162,13 +180,30 @@ def code_call_messages(item: CodeInterpreterCall) -> list[Message]:
     """The model's ``python`` call of ``item`` (on ``analysis``) and the tool's reply: the
     logs of its ``outputs`` (a call stored without them replies that none were kept)."""
     call = Message.tool_call(
-        PYTHON, item.code or "", channel="analysis", content_type="code", constrained=False
+        PYTHON, item.code or "", call_id=item.id, channel="analysis", content_type="code", constrained=False
     )
     if item.outputs is None:
         text = NO_OUTPUTS
     else:
         text = "".join(output.logs for output in item.outputs if isinstance(output, CodeLogs))
-    return [call, Message.tool_result(PYTHON, text, channel="analysis")]
+    return [call, Message.tool_result(PYTHON, text, call_id=item.id, channel="analysis")]
+
+
+def search_call_messages(item: WebSearchCall) -> list[Message]:
+    """The model's ``browser`` call of ``item`` (on ``analysis``, its arguments from the
+    item's action) and the tool's reply (:data:`NO_PAGE`)."""
+    action = item.action
+    if isinstance(action, SearchQuery):
+        recipient, arguments = BROWSER_SEARCH, {"query": action.query or ""}
+    elif isinstance(action, PageFind):
+        recipient, arguments = "browser.find", {"pattern": action.pattern}
+    else:
+        recipient, arguments = "browser.open", {"id": action.url or ""}
+    text = json.dumps(arguments, ensure_ascii=False)
+    call = Message.tool_call(
+        recipient, text, call_id=item.id, channel="analysis", content_type="json", constrained=False
+    )
+    return [call, Message.tool_result(recipient, NO_PAGE, call_id=item.id, channel="analysis")]
 
 
 def developer_message(request: ResponseRequest) -> Message | None:
@@ -280,6 +315,7 @@ def item_messages(
 ) -> list[Message]:
     """The messages of ``items`` in order (no system or request developer message)."""
     recipients = {i.call_id: call_recipient(i) for i in items if isinstance(i, ToolCall)}
+    recipients |= {i.id: f"{i.server_label}.{i.name}" for i in items if isinstance(i, McpApprovalRequest)}
     out: list[Message] = []
     for index, item in enumerate(items):
         out.extend(_item_to_messages(item, f"{param}[{index}]", recipients, sealer))
@@ -307,6 +343,10 @@ def _item_to_messages(
         return [call_message(item)]
     if isinstance(item, CodeInterpreterCall):
         return code_call_messages(item)
+    if isinstance(item, WebSearchCall):
+        return search_call_messages(item)
+    if isinstance(item, McpListTools | McpCall | McpApprovalRequest | McpApprovalResponse):
+        return mcp_messages(item, recipients)
     if isinstance(item, FunctionCallOutput | CustomToolCallOutput | ClientCallOutput):
         return [_output_message(item, param, recipients)]
     if isinstance(item, ReasoningItem):

@@ -13,9 +13,7 @@ from .input import function_name
 from .tool_index import ToolIndex, split_call_name
 from .wire.items import AssistantMessage, CustomToolCall, FunctionCall, OutputItem, Phase, ReasoningItem
 
-ItemKind = (
-    Literal["message", "reasoning", "function_call", "custom_tool_call", "hosted"] | ClientCallKind
-)
+ItemKind = Literal["message", "reasoning", "function_call", "custom_tool_call", "hosted"] | ClientCallKind
 """The kinds of output item a message opens (``hosted``: a call of a tool the server
 runs, whose item its :class:`~.hosted_calls.HostedCalls` makes)."""
 

@@ -5,7 +5,8 @@ a single delta (an ``output_text`` delta carrying all of the part's ``logprobs``
 ``response.created``, ``response.in_progress``, every item's lifecycle (a reasoning
 item's summary parts after its content, a ``shell`` call's commands one by one; a
 ``local_shell`` or ``apply_patch`` call has none but its ``added`` and ``done``; a code
-interpreter call its code, ``interpreting`` and ``completed``), then the
+interpreter call its code, ``interpreting`` and ``completed``; an MCP item as
+:func:`~.mcp_calls.replayed_events` gives them), then the
 terminal event. ``starting_after``
 drops events up to that sequence number, so a client can resume. ``replay_events``
 does the same from a stored snapshot's JSON and gives the events' JSON.
@@ -16,14 +17,11 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+from .mcp_calls import replayed_events
 from .wire.content import OutputText, ReasoningText, Refusal
 from .wire.dialects import DEFAULT_DIALECT, WireDialect
+from .wire.event_base import StreamEvent
 from .wire.events import (
-    CodeInterpreterCallCodeDelta,
-    CodeInterpreterCallCodeDone,
-    CodeInterpreterCallCompleted,
-    CodeInterpreterCallInProgress,
-    CodeInterpreterCallInterpreting,
     ContentPartAdded,
     ContentPartDone,
     CustomToolCallInputDelta,
@@ -33,6 +31,7 @@ from .wire.events import (
     FunctionCallArgumentsDone,
     OutputItemAdded,
     OutputItemDone,
+    OutputTextAnnotationAdded,
     OutputTextDelta,
     OutputTextDone,
     ReasoningDelta,
@@ -52,7 +51,16 @@ from .wire.events import (
     ShellCallCommandAdded,
     ShellCallCommandDelta,
     ShellCallCommandDone,
-    StreamEvent,
+)
+from .wire.hosted_events import (
+    CodeInterpreterCallCodeDelta,
+    CodeInterpreterCallCodeDone,
+    CodeInterpreterCallCompleted,
+    CodeInterpreterCallInProgress,
+    CodeInterpreterCallInterpreting,
+    WebSearchCallCompleted,
+    WebSearchCallInProgress,
+    WebSearchCallSearching,
 )
 from .wire.items import (
     ApplyPatchCall,
@@ -65,7 +73,9 @@ from .wire.items import (
     ReasoningItem,
     ShellAction,
     ShellCall,
+    WebSearchCall,
 )
+from .wire.mcp_items import McpApprovalRequest, McpCall, McpListTools
 from .wire.resource import ErrorPayload, ResponseResource, load_resource
 
 _TERMINAL_EVENT: Final[Mapping[str, type[ResponseEvent]]] = {
@@ -98,6 +108,8 @@ def _message_events(seq: _Numbering, index: int, item: AssistantMessage) -> Iter
             empty = OutputText(text="", annotations=(), logprobs=() if part.logprobs is not None else None)
             yield ContentPartAdded(seq(), item.id, index, c, empty)
             yield OutputTextDelta(seq(), item.id, index, c, part.text, logprobs)
+            for place, annotation in enumerate(part.annotations):
+                yield OutputTextAnnotationAdded(seq(), item.id, index, c, place, annotation)
             yield OutputTextDone(seq(), item.id, index, c, part.text, logprobs)
         yield ContentPartDone(seq(), item.id, index, c, part)
 
@@ -129,6 +141,15 @@ def _code_events(seq: _Numbering, index: int, item: CodeInterpreterCall) -> Iter
     yield CodeInterpreterCallCompleted(seq(), index, item.id)
 
 
+def _search_events(seq: _Numbering, index: int, item: WebSearchCall) -> Iterator[StreamEvent]:
+    """A browser call's events up to its ``output_item.done``."""
+    yield OutputItemAdded(seq(), index, item.model_copy(update={"status": "in_progress"}))
+    yield WebSearchCallInProgress(seq(), index, item.id)
+    if item.status != "incomplete":  # an unrun call never searched
+        yield WebSearchCallSearching(seq(), index, item.id)
+        yield WebSearchCallCompleted(seq(), index, item.id)
+
+
 def _item_events(seq: _Numbering, index: int, item: OutputItem) -> Iterator[StreamEvent]:
     if isinstance(item, FunctionCall):
         yield OutputItemAdded(
@@ -155,6 +176,10 @@ def _item_events(seq: _Numbering, index: int, item: OutputItem) -> Iterator[Stre
             yield ShellCallCommandDone(seq(), index, c, command)
     elif isinstance(item, CodeInterpreterCall):
         yield from _code_events(seq, index, item)
+    elif isinstance(item, WebSearchCall):
+        yield from _search_events(seq, index, item)
+    elif isinstance(item, McpListTools | McpCall | McpApprovalRequest):
+        yield from replayed_events(item, index, seq)
     elif isinstance(item, LocalShellCall | ApplyPatchCall):
         yield OutputItemAdded(seq(), index, item.model_copy(update={"status": "in_progress"}))
     else:

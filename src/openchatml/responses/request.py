@@ -36,11 +36,13 @@ from .wire.tools import (
     CustomTool,
     FunctionTool,
     HostedTool,
+    McpServerTool,
     NamespaceTool,
     PlainText,
     TextFormat,
     Tool,
     ToolChoice,
+    WebSearchTool,
 )
 from .wire.validation import request_error, type_name
 
@@ -98,6 +100,14 @@ class ResponseRequest:
     seed: int | None = None
     user: str | None = None
     ignored: tuple[str, ...] = ()
+    browsing: bool = False
+    """Whether this server runs the request's web search (its browser is on and the model
+    writes Harmony): the model may then call ``browser.*``; else web search is accepted
+    and not offered. Set by the server, never read from the request."""
+    mcp_namespaces: tuple[NamespaceTool, ...] = ()
+    """The tools of the request's MCP servers the model may see, one namespace per server
+    label (each tool a function that is not strict): set by the server once it has listed
+    them, never read from the request; not echoed."""
 
     @property
     def custom_names(self) -> frozenset[str]:
@@ -113,6 +123,21 @@ class ResponseRequest:
     def code_interpreter(self) -> CodeInterpreterTool | None:
         """The request's code interpreter tool (gpt-oss's ``python``), if it has one."""
         return next((t for t in self.hosted_tools if isinstance(t, CodeInterpreterTool)), None)
+
+    @property
+    def mcp_servers(self) -> tuple[McpServerTool, ...]:
+        """The request's MCP server tools, in order."""
+        return tuple(t for t in self.hosted_tools if isinstance(t, McpServerTool))
+
+    @property
+    def web_search(self) -> WebSearchTool | None:
+        """The request's web search tool (gpt-oss's ``browser``), if it has one."""
+        return next((t for t in self.hosted_tools if isinstance(t, WebSearchTool)), None)
+
+    @property
+    def wants_search_sources(self) -> bool:
+        """Whether ``include`` asks for ``web_search_call.action.sources``."""
+        return "web_search_call.action.sources" in self.include
 
     @property
     def wants_code_outputs(self) -> bool:

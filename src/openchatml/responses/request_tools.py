@@ -12,9 +12,10 @@ and refuses, with a :class:`~.errors.RequestError` naming the ``param``:
 * a ``tool_choice`` naming a tool (or, in ``allowed_tools``, a namespace or a tool type)
   that ``tools`` does not hold, and ``required`` with nothing the model can call.
 
-The code interpreter and web search tools are kept as ``hosted``: the server runs the
-first (gpt-oss's ``python``), the others are never offered (a choice of one leaves the
-model nothing to call). Only one code interpreter may be given.
+The code interpreter, MCP server and web search tools are kept as ``hosted``: the server
+runs the code interpreter (gpt-oss's ``python``) and the MCP servers' tools (each
+server's label is the namespace of its tools: no two servers, nor a server and a
+namespace, share one). Only one code interpreter may be given.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ from .wire.tools import (
     FunctionTool,
     HostedTool,
     LocalShellTool,
+    McpChoice,
+    McpServerTool,
     NamespaceTool,
     ShellTool,
     Tool,
@@ -71,6 +74,11 @@ class RequestTools:
 
 PYTHON: Final = "python"
 """The call name of the code interpreter: gpt-oss's built-in tool, its Harmony recipient."""
+BROWSER: Final = "browser"
+"""The Harmony namespace of gpt-oss's built-in browser (the web search tool)."""
+BROWSER_SEARCH: Final = "browser.search"
+BROWSER_ACTIONS: Final = (BROWSER_SEARCH, "browser.open", "browser.find")
+"""The call names of the browser's actions: search, open a page or link, find in a page."""
 
 
 def call_name(name: str, namespace: str | None = None) -> str:
@@ -96,7 +104,7 @@ def settle_tools(tools: Sequence[Tool], choice: ToolChoice | None) -> RequestToo
         customs=tuple(t for t in tools if isinstance(t, CustomTool)),
         namespaces=tuple(t for t in tools if isinstance(t, NamespaceTool)),
         clients=tuple(t for t in tools if isinstance(t, LocalShellTool | ShellTool | ApplyPatchTool)),
-        hosted=tuple(t for t in tools if isinstance(t, WebSearchTool | CodeInterpreterTool)),
+        hosted=tuple(t for t in tools if isinstance(t, WebSearchTool | CodeInterpreterTool | McpServerTool)),
     )
     return replace(settled, choice=_checked_choice(choice, settled))
 
@@ -131,6 +139,13 @@ def _check_names(tools: Sequence[Tool]) -> None:
             entries = [(CLIENT_FUNCTIONS[tool.type].name, f"{where}.type")]
         elif isinstance(tool, CodeInterpreterTool):
             entries = [(PYTHON, f"{where}.type")]
+        elif isinstance(tool, McpServerTool):  # its label is the namespace of its tools
+            if tool.server_label in spaces:
+                raise RequestError(
+                    f"Duplicate namespace {tool.server_label!r} at '{where}'.", param=f"{where}.server_label"
+                )
+            spaces.add(tool.server_label)
+            continue
         else:
             continue
         for name, param in entries:
@@ -206,9 +221,18 @@ def _checked_choice(choice: ToolChoice | None, tools: RequestTools) -> ToolChoic
         raise RequestError(
             f"Tool choice {_spelled(choice.type)!r} is not a tool in 'tools'.", param="tool_choice.type"
         )
+    if isinstance(choice, McpChoice) and choice.server_label not in {t.server_label for t in _mcp(tools)}:
+        raise RequestError(
+            f"Tool choice names the MCP server {choice.server_label!r}, which is not in 'tools'.",
+            param="tool_choice.server_label",
+        )
     if isinstance(choice, AllowedTools):
         return _allowed(choice, tools, functions, customs)
     return choice
+
+
+def _mcp(tools: RequestTools) -> list[McpServerTool]:
+    return [tool for tool in tools.hosted if isinstance(tool, McpServerTool)]
 
 
 def _allowed(

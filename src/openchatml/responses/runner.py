@@ -24,11 +24,11 @@ from ..core.messages import Conversation, Role
 from ..core.render import CoTPolicy, Profile, RenderConfig, Renderer
 from ..core.tokens import CALL_ID, RETURN_ID
 from ..engines.base import Chunk, Engine, EngineError, SamplingParams
-from .agent_loop import AgentLoop, HostedCallStarted, Sampled, StepEnd, StepEnded
+from .agent_loop import AgentEvent, HostedCallStarted, NextStep, Sampled, StepEnd, StepEnded
 from .errors import RequestError
 from .request import ResponseRequest
 from .stream import EventBuilder
-from .wire.events import StreamEvent
+from .wire.event_base import StreamEvent
 from .wire.resource import ErrorPayload
 
 ENDOFTEXT_ID: Final = 199999
@@ -192,13 +192,8 @@ async def run_events(
         async for chunk in generation:
             for event in stream.feed(chunk.ids, chunk.logprobs):
                 yield event
-            while summarize is not None and (reasoning := stream.summary_due) is not None:
-                async with contextlib.aclosing(summarize(reasoning)) as pieces:
-                    async for piece in pieces:
-                        for event in stream.summary_delta(piece):
-                            yield event
-                for event in stream.summary_done():
-                    yield event
+            async for event in _summaries(stream, summarize):
+                yield event
             if chunk.ids and chunk.ids[-1] in stop:
                 reason = "stop"
                 break
@@ -211,41 +206,60 @@ async def run_events(
         yield event
 
 
+async def _summaries(
+    stream: EventBuilder, summarize: Callable[[str], AsyncGenerator[str, None]] | None
+) -> AsyncIterator[StreamEvent]:
+    """The events of the summaries due (each reasoning item that waits for one, in turn)."""
+    while summarize is not None and (reasoning := stream.summary_due) is not None:
+        async with contextlib.aclosing(summarize(reasoning)) as pieces:
+            async for piece in pieces:
+                for event in stream.summary_delta(piece):
+                    yield event
+        for event in stream.summary_done():
+            yield event
+
+
 async def run_loop_events(
-    loop: AgentLoop,
-    prepared: Prepared,
+    loop: AsyncGenerator[AgentEvent, None],
     stream: EventBuilder,
     *,
-    params_for: Callable[[int], SamplingParams] | None = None,
+    summarize: Callable[[str], AsyncGenerator[str, None]] | None = None,
 ) -> AsyncIterator[StreamEvent]:
-    """Every event of a response whose hosted calls ``loop`` runs (gpt-oss's ``python``):
-    ``stream.begin()``, each step's sampled ids, each python call's run (its item
-    ``interpreting``, then ``completed`` with its outputs), the next step's ids in the same
-    response, then the terminal one. ``params_for(step)``: a step's sampling settings (see
-    :meth:`~.agent_loop.AgentLoop.run`). Usage counts the ids of every step as output; the
-    input tokens are the first prompt's. An :class:`EngineError` ends the response
-    ``failed``; cancelling the iterating task stops the engine and the running call."""
+    """Every event of a response whose hosted calls an agent loop runs (``loop``: the
+    events of :meth:`~.agent_loop.AgentLoop.run` or :meth:`~.template_loop.TemplateLoop.run`):
+    ``stream.begin()``, each step's sampled ids, each hosted call's run (its item running,
+    then done with its outputs), the next step's ids in the same response, then the
+    terminal one. Usage counts the ids of every step as output; the input tokens are the
+    first prompt's; ``summarize`` writes reasoning summaries as in :func:`run_events`. An
+    :class:`EngineError` ends the response ``failed``; cancelling the iterating task stops
+    the engine and the running calls."""
     for event in stream.begin():
         yield event
     reason = "length"
     error: ErrorPayload | None = None
     try:
-        async with contextlib.aclosing(
-            loop.run(prepared.prompt, prepared.params, params_for=params_for)
-        ) as steps:
+        async with contextlib.aclosing(loop) as steps:
             async for step in steps:
                 if isinstance(step, Sampled):
                     for event in stream.feed(step.chunk.ids, step.chunk.logprobs):
                         yield event
+                    async for event in _summaries(stream, summarize):
+                        yield event
                 elif isinstance(step, StepEnded):
                     reason = "length" if step.reason is StepEnd.LENGTH else "stop"
+                    if step.reason in (StepEnd.HOSTED_CALL, StepEnd.CLIENT_CALL):
+                        for event in stream.end_turn():  # its calls run now
+                            yield event
+                        async for event in _summaries(stream, summarize):
+                            yield event
                 elif isinstance(step, HostedCallStarted):
                     for event in stream.hosted_running():
                         yield event
+                elif isinstance(step, NextStep):
+                    stream.next_step(step.parser)
                 else:
                     for event in stream.hosted_finished(step.result):
                         yield event
-                    stream.next_step()
     except EngineError as exc:
         reason = "error"
         error = ErrorPayload(type="model_error", code="model_error", message=str(exc))

@@ -49,6 +49,7 @@ reported as -9999, as vLLM does (:mod:`.logprobs`).
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, Protocol
@@ -60,6 +61,7 @@ from ..core.parse import StreamParser
 from ..core.tokens import FIRST_SPECIAL_ID
 from ..engines.base import TokenLogprob
 from ..tools.base import ToolResult
+from ..tools.browser import BrowserState, CitationStream, CitedText
 from .call_rules import CallRules
 from .client_calls import ClientCallWriter
 from .crypto import Sealer
@@ -71,6 +73,7 @@ from .output_items import ItemKind, item_kind, new_item
 from .resource import ResponseState, Usage
 from .tool_index import ToolIndex, item_call_name
 from .wire.content import LogProb, OutputText, ReasoningText, SummaryText
+from .wire.event_base import StreamEvent
 from .wire.events import (
     ContentPartAdded,
     ContentPartDone,
@@ -81,6 +84,7 @@ from .wire.events import (
     FunctionCallArgumentsDone,
     OutputItemAdded,
     OutputItemDone,
+    OutputTextAnnotationAdded,
     OutputTextDelta,
     OutputTextDone,
     ReasoningDelta,
@@ -96,7 +100,6 @@ from .wire.events import (
     ResponseIncomplete,
     ResponseInProgress,
     ResponseQueued,
-    StreamEvent,
 )
 from .wire.items import (
     AssistantMessage,
@@ -154,6 +157,9 @@ class _Open:
     hosted: HostedWriter | None = None
     hosted_calls: HostedCalls | None = None
     """The hosted tool whose call this is, and its writer."""
+    cited: CitationStream | None = None
+    """A message's citations of the browser's pages, resolved as its text comes."""
+    annotations: list[dict[str, Any]] = field(default_factory=list)
     held: bool = False
     """A call whose events wait until it is complete and checked (see ``rules``)."""
 
@@ -202,6 +208,7 @@ class EventBuilder:
         rules: CallRules | None = None,
         hold_calls: bool = False,
         hosted: Sequence[HostedCalls] = (),
+        citations: BrowserState | None = None,
     ) -> None:
         self.state = state
         self._parser: TokenParser = parser or StreamParser(
@@ -233,6 +240,10 @@ class EventBuilder:
         self._calls = 0  # calls that reached the output
         self._violation = ""  # why the model broke the rules, once it did
         self.hosted = tuple(hosted)
+        self._turn_closed = False  # the parser of this turn was closed
+        self._waiting: deque[HostedCalls] = deque()  # whose calls were written, not yet run
+        self._started: deque[HostedCalls] = deque()  # whose calls run
+        self._citations = citations
         self.finished = False
 
     # --- events -----------------------------------------------------------------------
@@ -260,6 +271,7 @@ class EventBuilder:
         out.append(self._snapshot(ResponseInProgress))
         for calls in self.hosted:
             out += calls.opening(self._next)
+            self._waiting.extend([calls] * calls.ready)
         return out
 
     def usage(self) -> Usage:
@@ -397,6 +409,8 @@ class EventBuilder:
             return out
         out.append(OutputItemAdded(self._next(), index, item))
         if kind == "message":
+            if self._citations is not None:
+                self._open.cited = CitationStream(self._citations)
             out.append(ContentPartAdded(self._next(), item.id, index, 0, OutputText(text="", logprobs=())))
         elif kind == "reasoning":
             out.append(ContentPartAdded(self._next(), item.id, index, 0, ReasoningText(text="")))
@@ -424,6 +438,8 @@ class EventBuilder:
         current = self._open
         if current is None or not text:
             return []
+        if current.cited is not None:
+            return self._cited_delta(current, current.cited.feed(text), scores)
         current.parts.append(text)
         kind = current.kind
         if current.hosted is not None:
@@ -447,25 +463,51 @@ class EventBuilder:
             return [CustomToolCallInputDelta(self._next(), current.item_id, current.index, text)]
         return [ReasoningDelta(self._next(), current.item_id, current.index, 0, text)]
 
+    def _cited_delta(
+        self, current: _Open, cited: CitedText, scores: Sequence[TokenLogprob] = ()
+    ) -> list[StreamEvent]:
+        """The events of a message's text with its citations resolved: the text, then an
+        ``annotation.added`` per citation in it (its offsets count from the message's start)."""
+        logprobs = self._logprobs(scores) if scores else ()
+        current.logprobs += logprobs
+        if not cited.text:
+            return []
+        current.parts.append(cited.text)
+        out: list[StreamEvent] = [
+            OutputTextDelta(self._next(), current.item_id, current.index, 0, cited.text, logprobs)
+        ]
+        for citation in cited.annotations:
+            annotation = citation.to_json()
+            place = len(current.annotations)
+            current.annotations.append(annotation)
+            out.append(
+                OutputTextAnnotationAdded(self._next(), current.item_id, current.index, 0, place, annotation)
+            )
+        return out
+
     def _close(self, status: ItemStatus) -> list[StreamEvent]:
         current = self._open
         if current is None:
             return []
+        out: list[StreamEvent] = []
+        if current.cited is not None:  # a citation held back comes out as written
+            out += self._cited_delta(current, current.cited.finish())
         self._open = None
         text = "".join(current.parts)
-        index, item_id = current.index, current.item_id
-        item = self.state.output[index]
-        out: list[StreamEvent] = []
         if current.client is not None:
             return self._close_client(current.client, text, status)
         if current.hosted is not None and current.hosted_calls is not None:
             self._calls += status == "completed"
+            if status == "completed":
+                self._waiting.append(current.hosted_calls)
             return current.hosted_calls.close(current.hosted, text, status == "completed", self._next)
+        index, item_id = current.index, current.item_id
+        item = self.state.output[index]
         if isinstance(item, FunctionCall | CustomToolCall):
             return self._close_call(current, item, text, status)
         elif isinstance(item, AssistantMessage):
             logprobs = tuple(current.logprobs)
-            part = OutputText(text=text, logprobs=logprobs)
+            part = OutputText(text=text, annotations=tuple(current.annotations), logprobs=logprobs)
             out.append(OutputTextDone(self._next(), item_id, index, 0, text, logprobs))
             out.append(ContentPartDone(self._next(), item_id, index, 0, part))
             item = item.model_copy(update={"content": (part,), "status": status})
@@ -549,20 +591,47 @@ class EventBuilder:
     # --- hosted calls ----------------------------------------------------------------
 
     def hosted_running(self) -> list[StreamEvent]:
-        """The hosted call just written starts running (see :mod:`.hosted_calls`)."""
-        return [event for calls in self.hosted for event in calls.running(self._next)]
+        """The first hosted call written and not yet running starts (calls start, and
+        finish, in the order the model wrote them; see :mod:`.hosted_calls`)."""
+        if not self._waiting:
+            return []
+        calls = self._waiting.popleft()
+        self._started.append(calls)
+        return calls.running(self._next)
 
     def hosted_finished(self, result: ToolResult) -> list[StreamEvent]:
-        """The hosted call ran and gave ``result``: its last events."""
-        return [event for calls in self.hosted for event in calls.finished(result, self._next)]
+        """The first hosted call running gave ``result``: its last events."""
+        if not self._started:
+            return []
+        return self._started.popleft().finished(result, self._next)
 
-    def next_step(self) -> None:
-        """The model writes again after a tool's reply: the ids fed next begin a new
-        assistant message (after ``<|start|>assistant``), under the rules of the steps after
-        the first (a forced call is forced once)."""
+    def _close_parser(self) -> list[StreamEvent]:
+        """The events of the end of the ids: what the parser held (once per turn)."""
+        if self._turn_closed:
+            return []
+        self._turn_closed = True
+        events: list[object] = list(self._parser.close())
+        if len(self._parser.messages) != self._done_messages:
+            self._count_finished(self._parser)
+        if self._top is not None:
+            events, closing = [], events
+            self._pair(closing, events)
+        return self._translate(events)
+
+    def end_turn(self) -> list[StreamEvent]:
+        """The model's turn ended at an end-of-turn token and its calls are about to run:
+        the message it left open (a chat template's last call, which only the end of the
+        output closes) ends, complete."""
+        return self._close_parser() + self._close("completed")
+
+    def next_step(self, parser: TokenParser | None = None) -> None:
+        """The model writes again after the tools' replies: the ids fed next begin a new
+        assistant turn, read by ``parser`` (default: Harmony's, after
+        ``<|start|>assistant``), under the rules of the steps after the first (a forced
+        call is forced once)."""
         if self._rules is not None:
             self._rules = self._rules.after_first_step(self.state.request)
-        self._parser = StreamParser(
+        self._parser = parser or StreamParser(
             Role.ASSISTANT,
             strict=False,
             check_constraints=False,
@@ -571,6 +640,7 @@ class EventBuilder:
         )
         self._done_messages = 0
         self._in_message = 0
+        self._turn_closed = False
 
     # --- reasoning summaries ----------------------------------------------------------
 
@@ -630,13 +700,7 @@ class EventBuilder:
         self.finished = True
         self._summaries = False  # no summary is waited for any more
         early = self.summary_done() if self._due is not None else []
-        events: list[object] = list(self._parser.close())
-        if len(self._parser.messages) != self._done_messages:
-            self._count_finished(self._parser)
-        if self._top is not None:
-            events, closing = [], events
-            self._pair(closing, events)
-        out = early + self._translate(events)
+        out = early + self._close_parser()
         out += self._close("completed" if reason == "stop" else "incomplete")
         for calls in self.hosted:  # a hosted call the loop did not run
             out += calls.abandoned(self._next)

@@ -3,10 +3,13 @@
 Every tool the model may call has one *call name* (:func:`~.request_tools.call_name`):
 
 * a function or custom tool of the request's top level: its name (``get_weather``);
-* a tool of a namespace: ``NAMESPACE.NAME`` (``multi_agent_v1.spawn``);
+* a tool of a namespace: ``NAMESPACE.NAME`` (``multi_agent_v1.spawn``), an MCP server's
+  tool likewise under the server's label (``served``: the server runs it);
 * a tool the client runs: ``local_shell``, ``shell`` or ``apply_patch``;
-* the code interpreter, which the server runs (``hosted``): ``python``, gpt-oss's built-in
-  tool (described by the system message, never among ``tools``).
+* the tools the server runs (``hosted``), gpt-oss's built-ins (described by the system
+  message, never among ``tools``): ``python`` (the code interpreter) and, where the
+  server runs the request's web search, ``browser.search``, ``browser.open`` and
+  ``browser.find``.
 
 gpt-oss addresses a call to ``functions.NAME`` for a top-level name and to
 ``NAMESPACE.NAME`` for a namespaced one (Harmony's own namespaces, see
@@ -28,17 +31,19 @@ from typing import Any, Final, Literal
 from .client_tools import CLIENT_FUNCTIONS, ClientCallKind, function_of
 from .custom_tools import FUNCTIONS
 from .request import ResponseRequest
-from .request_tools import PYTHON, call_name
+from .request_tools import BROWSER_ACTIONS, BROWSER_SEARCH, PYTHON, call_name
 from .wire.items import CustomToolCall, FunctionCall, ToolCall
 from .wire.tools import (
     CODE_INTERPRETER,
     NAMESPACE,
+    WEB_SEARCH,
     AllowedTool,
     AllowedTools,
     CustomChoice,
     CustomTool,
     FunctionChoice,
     FunctionTool,
+    McpChoice,
     ToolChoice,
     ToolTypeChoice,
 )
@@ -90,19 +95,22 @@ class ToolIndex:
     """The tools a request offers, in order (top-level functions, custom tools,
     namespaces' tools, the client's tools), by call name; ``namespaces``: name →
     description; ``client_names``: tool ``type`` → call name of the client's tools;
-    ``hosted``: the call names of the tools the server runs (``python``)."""
+    ``hosted``: the call names of the tools the server runs (``python``, ``browser.*``)."""
 
     tools: tuple[OfferedTool, ...] = ()
     namespaces: Mapping[str, str] = field(default_factory=dict)
     client_names: Mapping[str, str] = field(default_factory=dict)
     hosted: tuple[str, ...] = ()
     _by_name: Mapping[str, OfferedTool] = field(default_factory=dict, repr=False)
+    served: frozenset[str] = frozenset()
+    """The call names of the MCP servers' tools (``LABEL.TOOL``, among ``tools``): the
+    server runs them."""
 
     @classmethod
     def of(cls, request: ResponseRequest) -> ToolIndex:
         """The index of ``request``'s tools."""
         tools = [*map(_function, request.tools), *map(_custom, request.custom_tools)]
-        for space in request.namespaces:
+        for space in (*request.namespaces, *request.mcp_namespaces):
             tools += [
                 _function(m, space.name) if isinstance(m, FunctionTool) else _custom(m, space.name)
                 for m in space.tools
@@ -122,9 +130,14 @@ class ToolIndex:
                 )
             )
         offered = tuple(tools)
-        spaces = {space.name: space.description for space in request.namespaces}
-        hosted = (PYTHON,) if request.code_interpreter is not None else ()
-        return cls(offered, spaces, clients, hosted, {t.call_name: t for t in offered})
+        spaces = {space.name: space.description for space in (*request.namespaces, *request.mcp_namespaces)}
+        hosted: tuple[str, ...] = (PYTHON,) if request.code_interpreter is not None else ()
+        if request.browsing and request.web_search is not None:
+            hosted += BROWSER_ACTIONS
+        served = frozenset(
+            call_name(member.name, space.name) for space in request.mcp_namespaces for member in space.tools
+        )
+        return cls(offered, spaces, clients, hosted, {t.call_name: t for t in offered}, served)
 
     def __bool__(self) -> bool:
         """Whether any tool is offered (a hosted one included)."""
@@ -155,10 +168,21 @@ class ToolIndex:
         ``auto`` or ``required``, and the call names the model may call."""
         if isinstance(choice, FunctionChoice | CustomChoice):
             return "required", (call_name(choice.name, choice.namespace),)
+        if isinstance(choice, McpChoice):
+            names = tuple(
+                t.call_name
+                for t in self.tools
+                if t.call_name in self.served
+                and t.namespace == choice.server_label
+                and choice.name in (None, t.name)
+            )
+            return ("required", names) if names else ("none", ())
         if isinstance(choice, ToolTypeChoice):
+            if choice.type in WEB_SEARCH:  # a forced search opens the browser's work
+                return ("required", (BROWSER_SEARCH,)) if BROWSER_SEARCH in self.hosted else ("none", ())
             name = (
                 PYTHON
-                if choice.type == CODE_INTERPRETER and self.hosted
+                if choice.type == CODE_INTERPRETER and PYTHON in self.hosted
                 else self.client_names.get(choice.type)
             )
             return ("required", (name,)) if name is not None else ("none", ())
@@ -178,7 +202,9 @@ class ToolIndex:
         if kind == NAMESPACE:
             return [t.call_name for t in self.tools if t.namespace == entry.name]
         if kind == CODE_INTERPRETER:
-            return [PYTHON] if self.hosted else []
+            return [PYTHON] if PYTHON in self.hosted else []
+        if kind in WEB_SEARCH:
+            return [name for name in BROWSER_ACTIONS if name in self.hosted]
         if kind in CLIENT_FUNCTIONS:
             name = self.client_names.get(kind)
             return [name] if name is not None else []

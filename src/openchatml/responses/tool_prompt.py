@@ -18,6 +18,7 @@ from typing import Any
 
 from ..core.content import ToolDescription, ToolNamespaceConfig
 from .custom_tools import harmony_tool, template_tool
+from .hosted_functions import hosted_functions
 from .request_tools import FUNCTIONS_NAMESPACE
 from .tool_index import NO_PARAMETERS, OfferedTool, ToolIndex
 
@@ -42,8 +43,9 @@ def _harmony_tool(tool: OfferedTool) -> ToolDescription:
 
 
 def template_tools(index: ToolIndex) -> list[dict[str, Any]]:
-    """The offered tools as a chat template's ``tools``: OpenAI-style functions."""
-    return [_template_tool(tool, index) for tool in index.tools]
+    """The offered tools as a chat template's ``tools``: OpenAI-style functions, the hosted
+    tools among them (:func:`~.hosted_functions.hosted_functions`)."""
+    return [_template_tool(tool, index) for tool in (*index.tools, *hosted_functions(index.hosted))]
 
 
 def _template_tool(tool: OfferedTool, index: ToolIndex) -> dict[str, Any]:

@@ -12,6 +12,8 @@ import signal
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
 
 from fastapi import FastAPI
 
@@ -26,7 +28,7 @@ from .auth import KeyChecker
 from .config import ConfigError, ServerConfig, open_engine, open_store, sealing_key
 from .limits import Limits
 from .service import ResponseService
-from .settings import PythonSettings, ServiceSettings
+from .settings import BrowserSettings, PythonSettings, ServiceSettings
 
 __all__ = ["ConfigError", "ServerConfig", "build", "serve"]
 
@@ -35,6 +37,10 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
     """The app for ``config``: engine loaded, store opened (responses that stopped servers
     left unfinished marked failed, expired ones evicted). Raises :class:`ConfigError`."""
     python = python_settings(config, say)
+    browser = browser_settings(config, say)
+    if config.mcp is not None:
+        servers = ", ".join(server.label for server in config.mcp.servers) or "none"
+        say(f"mcp: on, URL prefixes allowed: {len(config.mcp.allow)}, servers configured: {servers}")
     say(f"loading model {config.model if not config.upstream else config.upstream} …")
     engine = await open_engine(config, say)
     store = open_store(config)
@@ -65,6 +71,8 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
             wire=config.wire,
             default_max_output_tokens=config.default_max_output_tokens,
             python=python,
+            browser=browser,
+            mcp=config.mcp,
         ),
         admission=Admission(config.running_limit(), config.max_queued, config.max_per_key),
     )
@@ -102,6 +110,26 @@ def python_settings(config: ServerConfig, say: Callable[[str], None]) -> PythonS
         return None
     how = "UNCONFINED (--python-unsafe)" if settings.unsafe else "confined by bubblewrap"
     say(f"python tool: on, {how}, {settings.timeout:g} s per cell, at most {settings.max_kernels} kernels")
+    return settings
+
+
+def browser_settings(config: ServerConfig, say: Callable[[str], None]) -> BrowserSettings | None:
+    """The hosted browser's settings (a corpus's index kept under the data directory), or
+    ``None`` where it is off; raises :class:`ConfigError` for a corpus folder that is not one."""
+    settings = config.browser
+    if settings is None:
+        return None
+    if settings.corpus is not None:
+        folder = Path(settings.corpus).expanduser().resolve()
+        if not folder.is_dir():
+            raise ConfigError(f"--browser-corpus: {settings.corpus} is not a folder")
+        index = settings.index or str(config.home / "browser" / f"{settings.corpus_name}.sqlite3")
+        Path(index).parent.mkdir(parents=True, exist_ok=True)
+        settings = replace(settings, corpus=str(folder), index=index)
+        say(f"browser: on, searching the files of {folder} (corpus://{settings.corpus_name}/…)")
+    else:
+        keyed = "with a key" if settings.search_key else "without a key"
+        say(f"browser: on, searching through {settings.search_url} ({keyed})")
     return settings
 
 

@@ -25,7 +25,7 @@ from ..engines.base import Engine, EngineError
 from ..responses.crypto import KEY_BYTES, new_key
 from ..responses.limits import DEFAULT_LIMITS, DEFAULT_MAX_OUTPUT_TOKENS, RequestLimits
 from .hub import HubError, locate
-from .settings import PythonSettings
+from .settings import BrowserSettings, McpSettings, PythonSettings
 from .store.base import Store
 from .store.sqlite import SQLiteStore
 
@@ -88,6 +88,10 @@ class ServerConfig:
     """The hosted ``python`` tool: on, off, or ``None``: on where bubblewrap works."""
     python_settings: PythonSettings = field(default_factory=PythonSettings)
     """How the hosted ``python`` tool runs, when on."""
+    browser: BrowserSettings | None = None
+    """The hosted browser (web search), or ``None``: off."""
+    mcp: McpSettings | None = None
+    """Remote MCP servers (the ``mcp`` tool), or ``None``: off."""
 
     def __post_init__(self) -> None:
         if self.log_level not in LOG_LEVELS:

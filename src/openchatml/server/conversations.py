@@ -41,7 +41,8 @@ from ..responses.wire.conversations import (
     CreateConversationBody,
     UpdateConversationBody,
 )
-from ..responses.wire.events import ErrorEvent, ResponseFailed, StreamEvent
+from ..responses.wire.event_base import StreamEvent
+from ..responses.wire.events import ErrorEvent, ResponseFailed
 from ..responses.wire.resource import ErrorPayload, ResponseError
 from .records import conversation_not_found, resolve_references
 from .settings import ServiceSettings

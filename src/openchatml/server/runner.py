@@ -16,27 +16,32 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import replace
 
+from ..core.messages import Conversation, Message
 from ..engines.base import Engine
 from ..responses import ids
 from ..responses.agent_loop import AgentLoop
-from ..responses.call_rules import CallRules
+from ..responses.call_rules import CallRules, later_steps
 from ..responses.crypto import Sealer
-from ..responses.dialect import Dialect, step_params
+from ..responses.dialect import Dialect, TemplateDialect, step_params
 from ..responses.errors import RequestError
 from ..responses.grammar import check_gbnf_custom_tools
 from ..responses.input import build_conversation
 from ..responses.request import ResponseRequest
 from ..responses.resource import ResponseState
 from ..responses.runner import Prepared, run_events, run_loop_events
-from ..responses.stream import EventBuilder
+from ..responses.stream import EventBuilder, TokenParser
 from ..responses.summary import summary_deltas
+from ..responses.template_loop import TemplateLoop
+from ..responses.tool_index import ToolIndex
 from ..responses.wire import InputItem
-from ..responses.wire.events import ResponseCompleted, StreamEvent
+from ..responses.wire.event_base import StreamEvent
+from ..responses.wire.events import ResponseCompleted
 from ..responses.wire.resource import ErrorPayload
-from ..tools.router import CallBudget
+from ..tools.router import CallBudget, ToolRouter
 from .admission import Admission, Ticket
 from .conversations import ConversationService, ConversationTurn
 from .hosted import HostedSession, HostedTools
+from .mcp_sessions import failed_events
 from .metrics import Metrics
 from .records import FINAL_EVENTS, ResponseRecords
 from .runs import Run, RunRegistry
@@ -124,12 +129,12 @@ class ResponseRunner:
         """:meth:`start` with the response's place reserved (``ticket``), which its run
         gives back when it ends, and its conversation held (``turn``) until it ends."""
         model = self.check_model(request.model)
+        request = self.hosted.settle(request)
         self.hosted.check(request)
         history, new_input = await self.records.items(request, owner, local_history)
         if turn is not None:
             turn.input = list(new_input)
         conversation = history + new_input
-        prepared = await asyncio.to_thread(self._prepare, request, conversation)
         state = ResponseState(
             ids.response_id(),
             request,
@@ -137,10 +142,17 @@ class ResponseRunner:
             status="queued" if request.background else "in_progress",
             default_effort=self.settings.prompt.reasoning_effort.value,
         )
-        hosted = await self.hosted.session(state, owner, history)
+        hosted = await self.hosted.session(state, owner, history, new_input)
+        request = state.request  # with the namespaces of its MCP servers' tools, once listed
+        try:
+            prepared = await asyncio.to_thread(self._prepare, request, conversation)
+        except BaseException:
+            await hosted.close()
+            raise
         builder = EventBuilder(
             state,
             hosted=hosted.calls,
+            citations=hosted.citations,
             prompt_tokens=len(prepared.prompt),
             sealer=self.sealer,
             parser=self.dialect.parser(request, prepared),
@@ -175,11 +187,15 @@ class ResponseRunner:
         self.runs.add(run)
         return run
 
-    def _prepare(self, request: ResponseRequest, items: Sequence[InputItem]) -> Prepared:
+    def _prepare(
+        self, request: ResponseRequest, items: Sequence[InputItem], added: Sequence[Message] = ()
+    ) -> Prepared:
         """The prompt and sampling settings of ``request`` over ``items`` (one worker-thread
         hop for both steps: under many concurrent requests, each hop costs more than the
-        work of a usual prompt)."""
+        work of a usual prompt), followed by ``added`` (what an agent loop's turns wrote)."""
         conversation = build_conversation(request, items, settings=self.settings.prompt, sealer=self.sealer)
+        if added:
+            conversation = Conversation((*conversation.messages, *added), conversation.header)
         default = self.settings.default_max_output_tokens
         if request.max_output_tokens is None and default is not None:
             # the bound samples under; the response still echoes what its request said
@@ -196,6 +212,7 @@ class ResponseRunner:
     def prompt_length(self, request: ResponseRequest, items: Sequence[InputItem]) -> int:
         """How many tokens the prompt of ``request`` over ``items`` is (no context window
         applies; CPU work: call it from a worker thread)."""
+        request = self.hosted.settle(request)
         conversation = build_conversation(request, items, settings=self.settings.prompt, sealer=self.sealer)
         return len(self.dialect.prepare(request, conversation, context_length=None).prompt)
 
@@ -222,7 +239,9 @@ class ResponseRunner:
             self.metrics.started()
             running = True
             session = hosted or HostedSession()
-            events = self._events(builder, prepared, session) if generate else warm_up_events(builder)
+            events = (
+                self._events(builder, prepared, session, run.items) if generate else warm_up_events(builder)
+            )
             async for event in events:
                 kind = event.type
                 if first_token is None and kind.endswith(".delta"):
@@ -282,19 +301,63 @@ class ResponseRunner:
         self.runs.forget_later(run)
 
     def _events(
-        self, builder: EventBuilder, prepared: Prepared, hosted: HostedSession
+        self, builder: EventBuilder, prepared: Prepared, hosted: HostedSession, items: Sequence[InputItem]
     ) -> AsyncIterator[StreamEvent]:
-        """The events of the response: through the agent loop where the request offers a
-        hosted tool (a forced hosted call forced on the first step only), else straight
-        from the engine."""
+        """The events of the response over ``items``: through the agent loop where the
+        request offers a hosted tool (a forced hosted call forced on the first step only),
+        else straight from the engine."""
         request = builder.state.request
+        if hosted.failure is not None:
+            return failed_events(builder, hosted.failure)
         if hosted.empty:
-            summarize = self._summarizer(request.reasoning_summary)
-            return run_events(self.engine, prepared, builder, summarize=summarize)
+            return run_events(
+                self.engine, prepared, builder, summarize=self._summarizer(request.reasoning_summary)
+            )
+        summarize = self._summarizer(request.reasoning_summary)
         router = hosted.router()
         budget = CallBudget(request.max_tool_calls) if request.max_tool_calls is not None else None
-        loop = AgentLoop(self.engine, router, budget=budget)
-        return run_loop_events(loop, prepared, builder, params_for=step_params(prepared, request))
+        if isinstance(self.dialect, TemplateDialect):
+            template_loop = self._template_loop(request, items, router, budget, hosted.held)
+            steps = template_loop.run(prepared, first_calls=hosted.first_calls)
+            return run_loop_events(steps, builder, summarize=summarize)
+        loop = AgentLoop(self.engine, router, budget=budget, held=hosted.held)
+        params_for = step_params(prepared, request)
+        steps = loop.run(
+            prepared.prompt, prepared.params, params_for=params_for, first_calls=hosted.first_calls
+        )
+        return run_loop_events(steps, builder, summarize=summarize)
+
+    def _template_loop(
+        self,
+        request: ResponseRequest,
+        items: Sequence[InputItem],
+        router: ToolRouter,
+        budget: CallBudget | None,
+        held: Callable[[str], bool] | None,
+    ) -> TemplateLoop:
+        """The agent loop of a chat-template model: each later step's prompt rendered again,
+        in a worker thread, from ``items`` and the turns so far, under the rules of the
+        steps after the first (a forced call is forced once)."""
+        dialect = self.dialect
+        assert isinstance(dialect, TemplateDialect)
+        later = later_steps(request)
+
+        async def render(added: Sequence[Message]) -> Prepared | None:
+            try:
+                return await asyncio.to_thread(self._prepare, later, items, added)
+            except RequestError:  # the conversation no longer fits: the loop ends there
+                return None
+
+        def parser_for(prepared: Prepared) -> TokenParser:
+            parser = dialect.parser(later, prepared)
+            assert parser is not None  # a template's parser, always
+            return parser
+
+        index = ToolIndex.of(request)
+        hosted = (*index.hosted, *sorted(index.served))
+        return TemplateLoop(
+            self.engine, router, hosted=hosted, render=render, parser_for=parser_for, budget=budget, held=held
+        )
 
     def _summarizer(self, summary: str | None) -> Callable[[str], AsyncGenerator[str, None]] | None:
         """What writes a reasoning summary (``reasoning.summary``), if one is asked for."""

@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator, Iterator, Mapping
 
 from ..responses.stream import EventBuilder
 from ..responses.wire import InputItem, ResponseResource
-from ..responses.wire.events import StreamEvent
+from ..responses.wire.event_base import StreamEvent
 from .admission import Ticket
 
 

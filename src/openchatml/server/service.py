@@ -31,7 +31,7 @@ from ..tools.python import KernelPool, Sandbox
 from .admission import Admission
 from .conversations import ConversationService
 from .coordination import Coordinator
-from .hosted import HostedTools
+from .hosted import HostedTools, backend_of
 from .metrics import Metrics
 from .notices import Notices
 from .records import ResponseRecords
@@ -51,11 +51,15 @@ def _kernel_pool(settings: PythonSettings | None) -> KernelPool | None:
     return KernelPool(sandbox, max_kernels=settings.max_kernels, idle_timeout=settings.idle_seconds)
 
 
-def _with_python_timeout(settings: ServiceSettings) -> ServiceSettings:
-    """``settings`` whose system messages state the python tool's own time limit."""
-    if settings.python is None:
-        return settings
-    prompt = dataclasses.replace(settings.prompt, python_timeout=settings.python.timeout)
+def _with_tool_texts(settings: ServiceSettings) -> ServiceSettings:
+    """``settings`` whose system messages state the python tool's own time limit and what
+    the browser searches."""
+    prompt = settings.prompt
+    if settings.python is not None:
+        prompt = dataclasses.replace(prompt, python_timeout=settings.python.timeout)
+    if settings.browser is not None:
+        source = backend_of(settings.browser).source
+        prompt = dataclasses.replace(prompt, browser_source=source)
     return dataclasses.replace(settings, prompt=prompt)
 
 
@@ -78,7 +82,7 @@ class ResponseService:
         self.dialect: Dialect = dialect or HarmonyDialect()
         self.store = store
         self.sealer = sealer
-        self.settings = _with_python_timeout(settings or ServiceSettings())
+        self.settings = _with_tool_texts(settings or ServiceSettings())
         self.metrics = metrics or Metrics()
         self.metrics.queued.set_function(lambda: self.admission.queued)
         self.runs = RunRegistry(self.settings.background_linger_seconds)

@@ -7,6 +7,7 @@ from typing import Final
 
 from ..responses.input import PromptSettings
 from ..responses.limits import DEFAULT_MAX_OUTPUT_TOKENS, RequestLimits
+from ..tools.mcp import McpServerConfig
 
 WIRE_SETTINGS: Final = ("auto", "openai", "openresponses")
 """The server's wire settings: a dialect for every answer, or ``auto`` (by the client)."""
@@ -22,6 +23,42 @@ class PythonSettings:
     timeout: float = 120.0
     max_kernels: int = 16
     idle_seconds: float = 600.0
+
+
+@dataclass(frozen=True, slots=True)
+class BrowserSettings:
+    """The hosted browser (web search): over the files of ``corpus`` (indexed in SQLite
+    FTS5 at ``index``; its URLs ``corpus://{corpus_name}/PATH``), or over the web search API
+    at ``search_url`` (its key ``search_key``, sent in ``search_key_header``; the API
+    searches ``search_source``). ``max_states``: how many conversations' page stacks are
+    kept, the least recently used dropped first."""
+
+    corpus: str | None = None
+    index: str | None = None
+    corpus_name: str = "local"
+    search_url: str | None = None
+    search_key: str | None = field(default=None, repr=False)
+    search_key_header: str = "authorization"
+    search_source: str = "web"
+    view_tokens: int = 1024
+    max_states: int = 256
+
+    def __post_init__(self) -> None:
+        if (self.corpus is None) == (self.search_url is None):
+            raise ValueError("the browser searches either a corpus folder or a search API, one of them")
+
+
+@dataclass(frozen=True, slots=True)
+class McpSettings:
+    """Remote MCP servers (the ``mcp`` tool): a request's ``server_url`` is connected to only
+    under one of the ``allow`` URL prefixes, or where its label is one of ``servers``
+    (configured with their URL and headers); a connection and handshake take at most
+    ``connect_timeout`` seconds, a tool list or call ``call_timeout``."""
+
+    allow: tuple[str, ...] = ()
+    servers: tuple[McpServerConfig, ...] = ()
+    connect_timeout: float = 10.0
+    call_timeout: float = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +86,10 @@ class ServiceSettings:
     the context window's room after the prompt)."""
     python: PythonSettings | None = None
     """The hosted ``python`` tool, or ``None``: a request naming ``code_interpreter`` is a 400."""
+    browser: BrowserSettings | None = None
+    """The hosted browser, or ``None``: a request's ``web_search`` is accepted and not offered."""
+    mcp: McpSettings | None = None
+    """Remote MCP servers, or ``None``: a request naming an ``mcp`` tool is a 400."""
     wire: str = "auto"
     """The wire dialect of answers whose request names none (``OpenChatML-Wire``):
     ``openai``, ``openresponses``, or ``auto`` (``openai`` for OpenAI's SDKs and Codex,

@@ -18,7 +18,7 @@ from typing import Any, Final
 from ..responses.errors import RequestError
 from ..responses.wire import DEFAULT_DIALECT, WIRE_HEADER, WireDialect, choose_dialect, respell
 from ..responses.wire.dialects import AUTO, parse_dialect
-from ..responses.wire.events import StreamEvent
+from ..responses.wire.event_base import StreamEvent
 
 WIRE_HEADER_NAME: Final = "OpenChatML-Wire"
 """The header as the documentation and error messages spell it."""

@@ -22,7 +22,8 @@ from openchatml.responses.wire.dialects import (
     encode,
     wire_type,
 )
-from openchatml.responses.wire.events import ErrorEvent, OutputTextDelta, StreamEvent, load_event, respell
+from openchatml.responses.wire.event_base import StreamEvent
+from openchatml.responses.wire.events import ErrorEvent, OutputTextDelta, load_event, respell
 from openchatml.responses.wire.resource import ErrorPayload
 
 OPENAI = WireDialect.OPENAI

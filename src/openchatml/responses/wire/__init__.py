@@ -8,7 +8,8 @@ written per token (:mod:`.events`). Every object's ``to_json(dialect)`` is its J
 """
 
 from .dialects import DEFAULT_DIALECT, WIRE_HEADER, WireDialect, choose_dialect, dump, encode
-from .events import EVENT_TYPES, StreamEvent, load_event, respell
+from .event_base import StreamEvent
+from .events import EVENT_TYPES, load_event, respell
 from .items import InputItem, Item, OutputItem, load_item
 from .openapi import add_schemas, create_operation
 from .request import CreateResponseBody

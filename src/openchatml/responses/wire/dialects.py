@@ -91,6 +91,17 @@ OPENAI_EXTENSIONS: Final = frozenset(
         "response.code_interpreter_call.completed",
         "response.code_interpreter_call_code.delta",
         "response.code_interpreter_call_code.done",
+        "response.mcp_list_tools.in_progress",
+        "response.mcp_list_tools.completed",
+        "response.mcp_list_tools.failed",
+        "response.mcp_call.in_progress",
+        "response.mcp_call.completed",
+        "response.mcp_call.failed",
+        "response.mcp_call_arguments.delta",
+        "response.mcp_call_arguments.done",
+        "response.web_search_call.in_progress",
+        "response.web_search_call.searching",
+        "response.web_search_call.completed",
     }
 )
 """OpenAI's item, tool and event types outside the Open Responses schema: ``openai:NAME``

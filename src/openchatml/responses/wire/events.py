@@ -17,7 +17,6 @@ ones and :meth:`StreamEvent.to_json`.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar, Final
@@ -26,6 +25,25 @@ from pydantic import TypeAdapter
 
 from .content import LogProb, StreamedPart, TopLogProb
 from .dialects import DEFAULT_DIALECT, WireDialect, canonical_type, wire_type
+from .event_base import StreamEvent, field_names, set_frozen
+from .hosted_events import (
+    CodeInterpreterCallCodeDelta,
+    CodeInterpreterCallCodeDone,
+    CodeInterpreterCallCompleted,
+    CodeInterpreterCallInProgress,
+    CodeInterpreterCallInterpreting,
+    McpCallArgumentsDelta,
+    McpCallArgumentsDone,
+    McpCallCompleted,
+    McpCallFailed,
+    McpCallInProgress,
+    McpListToolsCompleted,
+    McpListToolsFailed,
+    McpListToolsInProgress,
+    WebSearchCallCompleted,
+    WebSearchCallInProgress,
+    WebSearchCallSearching,
+)
 from .items import OutputItem
 from .resource import ErrorPayload, ResponseResource
 
@@ -33,36 +51,6 @@ _REASONING_DELTA: Final = {d: wire_type("response.reasoning.delta", d) for d in 
 _CUSTOM_INPUT_DELTA: Final = {
     d: wire_type("openai:response.custom_tool_call_input.delta", d) for d in WireDialect
 }
-
-
-def _json(value: Any, dialect: WireDialect) -> Any:
-    if value is None or isinstance(value, str | int | float):
-        return value
-    if isinstance(value, tuple):
-        return [_json(v, dialect) for v in value]
-    if isinstance(value, Mapping):
-        return dict(value)
-    return value.to_json(dialect)
-
-
-_set: Final = object.__setattr__
-"""Sets a field of a frozen event: the delta events' own ``__init__`` calls it directly,
-at half the cost of the generated one's (they are built for every sampled token)."""
-
-
-@dataclass(frozen=True, slots=True)
-class StreamEvent:
-    """A streaming event: its ``type`` (the class's) and ``sequence_number``."""
-
-    type: ClassVar[str] = ""
-    sequence_number: int
-
-    def to_json(self, dialect: WireDialect = DEFAULT_DIALECT) -> dict[str, Any]:
-        """The event's JSON object in ``dialect``."""
-        out: dict[str, Any] = {"type": wire_type(self.type, dialect)}
-        for name in _FIELDS[type(self)]:
-            out[name] = _json(getattr(self, name), dialect)
-        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,12 +162,12 @@ class OutputTextDelta(StreamEvent):
         delta: str,
         logprobs: tuple[LogProb, ...] = (),
     ) -> None:
-        _set(self, "sequence_number", sequence_number)
-        _set(self, "item_id", item_id)
-        _set(self, "output_index", output_index)
-        _set(self, "content_index", content_index)
-        _set(self, "delta", delta)
-        _set(self, "logprobs", logprobs)
+        set_frozen(self, "sequence_number", sequence_number)
+        set_frozen(self, "item_id", item_id)
+        set_frozen(self, "output_index", output_index)
+        set_frozen(self, "content_index", content_index)
+        set_frozen(self, "delta", delta)
+        set_frozen(self, "logprobs", logprobs)
 
     def to_json(self, dialect: WireDialect = DEFAULT_DIALECT) -> dict[str, Any]:
         """The event's JSON object (the same in both dialects)."""
@@ -254,11 +242,11 @@ class ReasoningDelta(StreamEvent):
     def __init__(
         self, sequence_number: int, item_id: str, output_index: int, content_index: int, delta: str
     ) -> None:
-        _set(self, "sequence_number", sequence_number)
-        _set(self, "item_id", item_id)
-        _set(self, "output_index", output_index)
-        _set(self, "content_index", content_index)
-        _set(self, "delta", delta)
+        set_frozen(self, "sequence_number", sequence_number)
+        set_frozen(self, "item_id", item_id)
+        set_frozen(self, "output_index", output_index)
+        set_frozen(self, "content_index", content_index)
+        set_frozen(self, "delta", delta)
 
     def to_json(self, dialect: WireDialect = DEFAULT_DIALECT) -> dict[str, Any]:
         """The event's JSON object in ``dialect``."""
@@ -319,11 +307,11 @@ class ReasoningSummaryTextDelta(StreamEvent):
     def __init__(
         self, sequence_number: int, item_id: str, output_index: int, summary_index: int, delta: str
     ) -> None:
-        _set(self, "sequence_number", sequence_number)
-        _set(self, "item_id", item_id)
-        _set(self, "output_index", output_index)
-        _set(self, "summary_index", summary_index)
-        _set(self, "delta", delta)
+        set_frozen(self, "sequence_number", sequence_number)
+        set_frozen(self, "item_id", item_id)
+        set_frozen(self, "output_index", output_index)
+        set_frozen(self, "summary_index", summary_index)
+        set_frozen(self, "delta", delta)
 
     def to_json(self, dialect: WireDialect = DEFAULT_DIALECT) -> dict[str, Any]:
         """The event's JSON object (the same in both dialects)."""
@@ -358,10 +346,10 @@ class FunctionCallArgumentsDelta(StreamEvent):
     delta: str
 
     def __init__(self, sequence_number: int, item_id: str, output_index: int, delta: str) -> None:
-        _set(self, "sequence_number", sequence_number)
-        _set(self, "item_id", item_id)
-        _set(self, "output_index", output_index)
-        _set(self, "delta", delta)
+        set_frozen(self, "sequence_number", sequence_number)
+        set_frozen(self, "item_id", item_id)
+        set_frozen(self, "output_index", output_index)
+        set_frozen(self, "delta", delta)
 
     def to_json(self, dialect: WireDialect = DEFAULT_DIALECT) -> dict[str, Any]:
         """The event's JSON object (the same in both dialects)."""
@@ -396,10 +384,10 @@ class CustomToolCallInputDelta(StreamEvent):
     delta: str
 
     def __init__(self, sequence_number: int, item_id: str, output_index: int, delta: str) -> None:
-        _set(self, "sequence_number", sequence_number)
-        _set(self, "item_id", item_id)
-        _set(self, "output_index", output_index)
-        _set(self, "delta", delta)
+        set_frozen(self, "sequence_number", sequence_number)
+        set_frozen(self, "item_id", item_id)
+        set_frozen(self, "output_index", output_index)
+        set_frozen(self, "delta", delta)
 
     def to_json(self, dialect: WireDialect = DEFAULT_DIALECT) -> dict[str, Any]:
         """The event's JSON object in ``dialect``."""
@@ -454,58 +442,6 @@ class ShellCallCommandDone(StreamEvent):
     output_index: int
     command_index: int
     command: str
-
-
-@dataclass(frozen=True, slots=True)
-class CodeInterpreterCallInProgress(StreamEvent):
-    """A code interpreter call began (``response.code_interpreter_call.in_progress`` in
-    ``openai``)."""
-
-    type: ClassVar[str] = "openai:response.code_interpreter_call.in_progress"
-    output_index: int
-    item_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class CodeInterpreterCallInterpreting(StreamEvent):
-    """A code interpreter call's code is running
-    (``response.code_interpreter_call.interpreting`` in ``openai``)."""
-
-    type: ClassVar[str] = "openai:response.code_interpreter_call.interpreting"
-    output_index: int
-    item_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class CodeInterpreterCallCompleted(StreamEvent):
-    """A code interpreter call ended (``response.code_interpreter_call.completed`` in
-    ``openai``)."""
-
-    type: ClassVar[str] = "openai:response.code_interpreter_call.completed"
-    output_index: int
-    item_id: str
-
-
-@dataclass(frozen=True, slots=True)
-class CodeInterpreterCallCodeDelta(StreamEvent):
-    """More of a code interpreter call's code (``response.code_interpreter_call_code.delta``
-    in ``openai``)."""
-
-    type: ClassVar[str] = "openai:response.code_interpreter_call_code.delta"
-    output_index: int
-    item_id: str
-    delta: str
-
-
-@dataclass(frozen=True, slots=True)
-class CodeInterpreterCallCodeDone(StreamEvent):
-    """A code interpreter call's code is finished
-    (``response.code_interpreter_call_code.done`` in ``openai``)."""
-
-    type: ClassVar[str] = "openai:response.code_interpreter_call_code.done"
-    output_index: int
-    item_id: str
-    code: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -564,12 +500,22 @@ EVENT_CLASSES: Final[tuple[type[StreamEvent], ...]] = (
     CodeInterpreterCallCompleted,
     CodeInterpreterCallCodeDelta,
     CodeInterpreterCallCodeDone,
+    WebSearchCallInProgress,
+    WebSearchCallSearching,
+    WebSearchCallCompleted,
+    McpListToolsInProgress,
+    McpListToolsCompleted,
+    McpListToolsFailed,
+    McpCallInProgress,
+    McpCallArgumentsDelta,
+    McpCallArgumentsDone,
+    McpCallCompleted,
+    McpCallFailed,
     ErrorEvent,
 )
 """Every event class, one per ``type``."""
 EVENT_TYPES: Final = {cls.type: cls for cls in EVENT_CLASSES}
 """Event ``type`` (Open Responses name) → its class."""
-_FIELDS: Final = {cls: tuple(f.name for f in dataclasses.fields(cls)) for cls in EVENT_CLASSES}
 
 _PART: Final[TypeAdapter[StreamedPart]] = TypeAdapter(StreamedPart)
 _ITEM: Final[TypeAdapter[OutputItem]] = TypeAdapter(OutputItem)
@@ -603,7 +549,7 @@ def load_event(data: Mapping[str, Any]) -> StreamEvent:
     cls = EVENT_TYPES[canonical_type(str(data["type"]))]
     if cls is ErrorEvent and "error" not in data:  # OpenAI's error event
         data = {**data, "error": {k: data.get(k) for k in ("code", "message", "param")}}
-    values = {name: _READERS.get(name, _same)(data[name]) for name in _FIELDS[cls] if name in data}
+    values = {name: _READERS.get(name, _same)(data[name]) for name in field_names(cls) if name in data}
     return cls(**values)
 
 

@@ -42,6 +42,16 @@ from .content import (
     parts_from_text,
 )
 from .dialects import canonical_type
+from .mcp_items import (
+    MCP_APPROVAL_REQUEST,
+    MCP_APPROVAL_RESPONSE,
+    MCP_CALL,
+    MCP_LIST_TOOLS,
+    McpApprovalRequest,
+    McpApprovalResponse,
+    McpCall,
+    McpListTools,
+)
 
 ItemStatus = Literal["in_progress", "completed", "incomplete"]
 Phase = Literal["commentary", "final_answer"]
@@ -381,6 +391,57 @@ class CodeInterpreterCall(WireModel):
     status: CodeCallStatus = "completed"
 
 
+WEB_SEARCH_CALL: Final = "openai:web_search_call"
+WebSearchCallType = Annotated[
+    Literal["openai:web_search_call"], READ_EXTENSION, WRITE_EXTENSION, extension_schema(WEB_SEARCH_CALL)
+]
+SearchCallStatus = Literal["in_progress", "searching", "completed", "incomplete", "failed"]
+
+
+class SearchSource(WireModel):
+    """A page a search found."""
+
+    type: Literal["url"] = "url"
+    url: Text
+
+
+class SearchQuery(WireModel):
+    """A search: its ``query`` and, when the request includes
+    ``web_search_call.action.sources``, the pages it found."""
+
+    type: Literal["search"] = "search"
+    query: Text | None = None
+    sources: tuple[SearchSource, ...] | None = Field(default=None, exclude_if=is_none)
+
+
+class PageOpening(WireModel):
+    """A page the browser opened."""
+
+    type: Literal["open_page"] = "open_page"
+    url: Text | None = None
+
+
+class PageFind(WireModel):
+    """A ``pattern`` looked for in the page at ``url``."""
+
+    type: Literal["find_in_page"] = "find_in_page"
+    url: Text = ""
+    pattern: Text = ""
+
+
+SearchAction = Annotated[SearchQuery | PageOpening | PageFind, Field(discriminator="type")]
+
+
+class WebSearchCall(WireModel):
+    """A browser action the server ran for the model (``web_search_call`` in ``openai``):
+    a search, a page opened, or a pattern found in a page."""
+
+    type: WebSearchCallType = WEB_SEARCH_CALL
+    id: Annotated[ItemId, fresh(_new("ws"))] = Field(default_factory=_new("ws"))
+    action: SearchAction = Field(default_factory=SearchQuery)
+    status: SearchCallStatus = "completed"
+
+
 ClientCall = LocalShellCall | ShellCall | ApplyPatchCall
 """A call of a tool of the client's own kind (a shell, file edits)."""
 ClientCallOutput = LocalShellCallOutput | ShellCallOutput | ApplyPatchCallOutput
@@ -459,6 +520,11 @@ Item = Annotated[
     | Annotated[ApplyPatchCall, Tag(f"@{APPLY_PATCH_CALL}")]
     | Annotated[ApplyPatchCallOutput, Tag(f"@{APPLY_PATCH_CALL_OUTPUT}")]
     | Annotated[CodeInterpreterCall, Tag(f"@{CODE_INTERPRETER_CALL}")]
+    | Annotated[WebSearchCall, Tag(f"@{WEB_SEARCH_CALL}")]
+    | Annotated[McpListTools, Tag(f"@{MCP_LIST_TOOLS}")]
+    | Annotated[McpCall, Tag(f"@{MCP_CALL}")]
+    | Annotated[McpApprovalRequest, Tag(f"@{MCP_APPROVAL_REQUEST}")]
+    | Annotated[McpApprovalResponse, Tag(f"@{MCP_APPROVAL_RESPONSE}")]
     | Annotated[ReasoningItem, Tag("@reasoning")]
     | Annotated[CompactionItem, Tag("@compaction")],
     Discriminator(item_tag, **_ITEM_ERROR),
@@ -481,6 +547,11 @@ InputItem = Annotated[
     | Annotated[ApplyPatchCall, Tag(f"@{APPLY_PATCH_CALL}")]
     | Annotated[ApplyPatchCallOutput, Tag(f"@{APPLY_PATCH_CALL_OUTPUT}")]
     | Annotated[CodeInterpreterCall, Tag(f"@{CODE_INTERPRETER_CALL}")]
+    | Annotated[WebSearchCall, Tag(f"@{WEB_SEARCH_CALL}")]
+    | Annotated[McpListTools, Tag(f"@{MCP_LIST_TOOLS}")]
+    | Annotated[McpCall, Tag(f"@{MCP_CALL}")]
+    | Annotated[McpApprovalRequest, Tag(f"@{MCP_APPROVAL_REQUEST}")]
+    | Annotated[McpApprovalResponse, Tag(f"@{MCP_APPROVAL_RESPONSE}")]
     | Annotated[ReasoningItem, Tag("@reasoning")]
     | Annotated[CompactionItem, Tag("@compaction")]
     | Annotated[ItemReference, Tag("@item_reference")],
@@ -505,6 +576,10 @@ OutputItem = Annotated[
     | Annotated[ShellCall, Tag(f"@{SHELL_CALL}")]
     | Annotated[ApplyPatchCall, Tag(f"@{APPLY_PATCH_CALL}")]
     | Annotated[CodeInterpreterCall, Tag(f"@{CODE_INTERPRETER_CALL}")]
+    | Annotated[WebSearchCall, Tag(f"@{WEB_SEARCH_CALL}")]
+    | Annotated[McpListTools, Tag(f"@{MCP_LIST_TOOLS}")]
+    | Annotated[McpCall, Tag(f"@{MCP_CALL}")]
+    | Annotated[McpApprovalRequest, Tag(f"@{MCP_APPROVAL_REQUEST}")]
     | Annotated[ReasoningItem, Tag("@reasoning")],
     Discriminator(item_tag, **_ITEM_ERROR),
 ]

@@ -27,7 +27,8 @@ from .conversations import (
     CreateConversationBody,
     UpdateConversationBody,
 )
-from .events import EVENT_CLASSES, StreamEvent
+from .event_base import StreamEvent
+from .events import EVENT_CLASSES
 from .request import CreateResponseBody
 from .resource import ResponseResource
 

@@ -9,14 +9,14 @@ A request's tools are:
   calls them by) and the tools the client runs itself, :class:`LocalShellTool`,
   :class:`ShellTool` and :class:`ApplyPatchTool`;
 * run by the server: :class:`CodeInterpreterTool` (gpt-oss's ``python``; its container is
-  the conversation's kernel);
+  the conversation's kernel) and :class:`McpServerTool` (a remote MCP server's tools);
 * accepted, not offered (no backend runs them): :class:`WebSearchTool`;
 * refused: the computer tools (a text-only model cannot see a screen), and any other
   type (``unsupported_tool_type``).
 
 :data:`ToolChoice` is ``none`` / ``auto`` / ``required``, a :class:`FunctionChoice`, a
 :class:`CustomChoice` (either naming a ``namespace`` too), a :class:`ToolTypeChoice`
-(``{"type": "shell"}`` …) or an :class:`AllowedTools`. :data:`TextFormat` is ``text``,
+(``{"type": "shell"}`` …), an :class:`McpChoice` or an :class:`AllowedTools`. :data:`TextFormat` is ``text``,
 ``json_object`` or a :class:`JsonSchemaFormat`, echoed in a response without its schema
 (the schema's ``JsonSchemaResponseFormat`` has ``schema: null``).
 """
@@ -70,6 +70,8 @@ WEB_SEARCH: Final = (
 """The ``type`` s of the web search tools (accepted, not offered)."""
 CODE_INTERPRETER: Final = "openai:code_interpreter"
 """The ``type`` of the code interpreter tool (``code_interpreter`` in ``openai``)."""
+MCP: Final = "openai:mcp"
+"""The ``type`` of a remote MCP server's tool, and of the choice of one (``mcp`` in ``openai``)."""
 COMPUTER: Final = ("openai:computer", "openai:computer_use_preview")
 """The ``type`` s of the computer tools (refused)."""
 
@@ -78,7 +80,7 @@ OFFERED_TOOL_TYPES: Final = (
     *(wire_type(kind, WireDialect.OPENAI) for kind in (CUSTOM, NAMESPACE, *CLIENT_TOOLS)),
 )
 """The tool types offered to the model (OpenAI's spelling)."""
-HOSTED_TOOL_TYPES: Final = (wire_type(CODE_INTERPRETER, WireDialect.OPENAI),)
+HOSTED_TOOL_TYPES: Final = tuple(wire_type(kind, WireDialect.OPENAI) for kind in (CODE_INTERPRETER, MCP))
 """The tool types the server runs itself (offered where it is on for the model)."""
 UNOFFERED_TOOL_TYPES: Final = tuple(wire_type(kind, WireDialect.OPENAI) for kind in WEB_SEARCH)
 """The tool types a request may hold that are never offered to the model (no backend runs
@@ -254,9 +256,36 @@ class CodeInterpreterTool(WireModel):
     container: Text | dict[str, Any] = Field(default_factory=lambda: {"type": "auto"})
 
 
-HostedTool = WebSearchTool | CodeInterpreterTool
-"""A tool the client does not run: the code interpreter (run here), or web search
-(accepted, not offered)."""
+class McpServerTool(WireModel):
+    """A remote MCP server whose tools the server calls for the model (``mcp`` in
+    ``openai``): by ``server_url`` or by a label the server has configured. ``headers`` and
+    ``authorization`` are credentials: read, never written back (a response echoes the tool
+    without them). The other fields are checked by :mod:`openchatml.tools.mcp.spec`."""
+
+    type: Annotated[Literal["openai:mcp"], READ_EXTENSION, WRITE_EXTENSION, extension_schema(MCP)] = MCP
+    server_label: Text
+    server_url: Text | None = Field(default=None, exclude_if=is_none)
+    server_description: Text | None = Field(default=None, exclude_if=is_none)
+    allowed_tools: tuple[Text, ...] | dict[str, Any] | None = Field(default=None, exclude_if=is_none)
+    require_approval: Text | dict[str, Any] | None = Field(default=None, exclude_if=is_none)
+    headers: dict[str, Any] | None = Field(default=None, exclude=True, repr=False)
+    authorization: Any = Field(default=None, exclude=True, repr=False)
+    connector_id: Text | None = Field(default=None, exclude_if=is_none)
+    tunnel_id: Text | None = Field(default=None, exclude_if=is_none)
+
+    def spec_fields(self) -> dict[str, Any]:
+        """The tool as :meth:`~openchatml.tools.mcp.spec.McpToolSpec.from_request` reads it
+        (credentials included)."""
+        fields = self.model_dump(exclude_none=True)
+        fields.update(type="mcp", headers=self.headers, authorization=self.authorization)
+        if isinstance(self.allowed_tools, tuple):
+            fields["allowed_tools"] = list(self.allowed_tools)
+        return fields
+
+
+HostedTool = WebSearchTool | CodeInterpreterTool | McpServerTool
+"""A tool the client does not run: the code interpreter and MCP servers (run here), or web
+search."""
 
 
 _TOOL_TAGS: Final = {
@@ -268,6 +297,7 @@ _TOOL_TAGS: Final = {
     APPLY_PATCH: "@apply_patch",
     **dict.fromkeys(WEB_SEARCH, "@web_search"),
     CODE_INTERPRETER: "@code_interpreter",
+    MCP: "@mcp",
 }
 _TOOL_CLASSES: Final[dict[type, str]] = {
     FunctionTool: "@function",
@@ -278,6 +308,7 @@ _TOOL_CLASSES: Final[dict[type, str]] = {
     ApplyPatchTool: "@apply_patch",
     WebSearchTool: "@web_search",
     CodeInterpreterTool: "@code_interpreter",
+    McpServerTool: "@mcp",
 }
 
 
@@ -296,7 +327,8 @@ Tool = Annotated[
     | Annotated[ShellTool, Tag("@shell")]
     | Annotated[ApplyPatchTool, Tag("@apply_patch")]
     | Annotated[WebSearchTool, Tag("@web_search")]
-    | Annotated[CodeInterpreterTool, Tag("@code_interpreter")],
+    | Annotated[CodeInterpreterTool, Tag("@code_interpreter")]
+    | Annotated[McpServerTool, Tag("@mcp")],
     Discriminator(_tool_tag, custom_error_type="tool_type", custom_error_message="unsupported tool type"),
 ]
 """A tool of a request (see the module docstring)."""
@@ -323,6 +355,15 @@ class ToolTypeChoice(WireModel):
     ]
 
 
+class McpChoice(WireModel):
+    """``tool_choice``: call a tool of the MCP server ``server_label`` (``name``: that
+    tool), on the first step of the agent loop (``mcp`` in ``openai``)."""
+
+    type: Annotated[Literal["openai:mcp"], READ_EXTENSION, WRITE_EXTENSION, extension_schema(MCP)] = MCP
+    server_label: Text
+    name: Text | None = Field(default=None, exclude_if=is_none)
+
+
 class AllowedTool(WireModel):
     """A tool ``allowed_tools`` permits: by type (``function`` when left out,
     ``openai:custom``) and name (of ``namespace``, when it is in one); a whole namespace
@@ -346,6 +387,7 @@ CHOICE_TYPES: Final = (
     "function",
     "custom",
     "allowed_tools",
+    "mcp",
     *(wire_type(kind, WireDialect.OPENAI) for kind in get_args(ToolType)),
 )
 """The ``type`` s of a ``tool_choice`` object (OpenAI's spelling)."""
@@ -353,6 +395,7 @@ _CHOICE_TAGS: Final = {
     "function": "@function",
     CUSTOM: "@custom",
     "allowed_tools": "@allowed_tools",
+    MCP: "@mcp",
     **dict.fromkeys(get_args(ToolType), "@tool_type"),
 }
 _CHOICE_CLASSES: Final[dict[type, str]] = {
@@ -360,6 +403,7 @@ _CHOICE_CLASSES: Final[dict[type, str]] = {
     CustomChoice: "@custom",
     AllowedTools: "@allowed_tools",
     ToolTypeChoice: "@tool_type",
+    McpChoice: "@mcp",
 }
 
 
@@ -377,6 +421,7 @@ ToolChoice = Annotated[
     | Annotated[FunctionChoice, Tag("@function")]
     | Annotated[CustomChoice, Tag("@custom")]
     | Annotated[ToolTypeChoice, Tag("@tool_type")]
+    | Annotated[McpChoice, Tag("@mcp")]
     | Annotated[AllowedTools, Tag("@allowed_tools")],
     Discriminator(_choice_tag, custom_error_type="tool_choice_type", custom_error_message="bad tool choice"),
 ]

@@ -5,9 +5,9 @@ A model object is OpenAI's (``id``, ``object``, ``created``, ``owned_by``) with 
 client needs to size its requests: ``context_length`` (also as vLLM's ``max_model_len``),
 the ``max_output_tokens`` a response gets when its request sets none, and
 ``capabilities`` (tool calls, reasoning, images in, outputs enforced by the sampler) and
-``tool_types``: those offered to the model (``code_interpreter`` where the server runs the
-hosted python tool for a gpt-oss model), those accepted but never offered (no backend runs
-a web search), and those refused.
+``tool_types``: those offered to the model (the hosted tools where the server runs them:
+``code_interpreter``, web search where its browser is on, ``mcp`` for a gpt-oss model),
+those accepted but not offered (web search without a browser), and those refused.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from fastapi.responses import Response
 
 from ...responses.dialect import TemplateDialect
 from ...responses.wire.tools import (
-    HOSTED_TOOL_TYPES,
     OFFERED_TOOL_TYPES,
     REFUSED_TOOL_TYPES,
     UNOFFERED_TOOL_TYPES,
@@ -44,11 +43,7 @@ def model_object(service: ResponseService) -> dict[str, Any]:
         reasoning = dialect.format.reasoning.mode is not ReasoningMode.NONE
     else:  # Harmony: gpt-oss reasons on its analysis channel and calls tools
         tools = reasoning = True
-    hosted = (
-        list(HOSTED_TOOL_TYPES)
-        if service.kernels is not None and not isinstance(dialect, TemplateDialect)
-        else []
-    )
+    hosted = service.hosted.tool_types()
     return {
         "id": info.id,
         "object": "model",
@@ -65,7 +60,7 @@ def model_object(service: ResponseService) -> dict[str, Any]:
         },
         "tool_types": {
             "offered": [*OFFERED_TOOL_TYPES, *hosted] if tools else [],
-            "accepted_not_offered": list(UNOFFERED_TOOL_TYPES),
+            "accepted_not_offered": [kind for kind in UNOFFERED_TOOL_TYPES if kind not in hosted],
             "refused": list(REFUSED_TOOL_TYPES),
         },
     }
