@@ -34,7 +34,7 @@ from ..templates.grammar.json_schema import close_schema
 from ..templates.grammar.tool_choice import BuiltinTool, FreeformTool
 from .call_rules import answer_schema
 from .errors import RequestError
-from .hosted_functions import hosted_functions
+from .hosted_functions import builtin_schema, hosted_functions
 from .request import ResponseRequest
 from .tool_index import OfferedTool, ToolIndex
 from .wire.tools import AllowedTools, CustomTool, JsonSchemaFormat
@@ -94,7 +94,9 @@ def response_grammar(
     freeform = tuple(
         _freeform(tool.call_name, tool.custom) for tool in index.tools if tool.custom is not None
     )
-    builtin = tuple(map(BuiltinTool, index.hosted)) if template is None else ()
+    builtin = (
+        tuple(BuiltinTool(name, builtin_schema(name)) for name in index.hosted) if template is None else ()
+    )
     grammar = _built(
         model,
         json.dumps(tools, sort_keys=True),

@@ -104,3 +104,47 @@ def as_template_messages(messages: Iterable[Message], hosted: Sequence[str]) -> 
         else:
             out.append(message)
     return out
+
+
+MAX_ARGUMENT_CHARS: Final = 512
+"""The longest string argument of a browser action the grammar lets gpt-oss write."""
+MAX_NUMBER: Final = 1_000_000
+"""The largest number argument (a cursor, a line, a result count) of a browser action."""
+
+
+def _bounded(schema: Any) -> Any:
+    """A browser action's trained parameter schema as its grammar holds it: no other
+    properties, strings at most :data:`MAX_ARGUMENT_CHARS`, numbers whole and bounded (a
+    random or wandering model cannot write past the budget inside one argument)."""
+    if not isinstance(schema, dict):
+        return schema
+    kinds = schema.get("type")
+    kinds = kinds if isinstance(kinds, list) else [kinds]
+    variants: list[dict[str, Any]] = []
+    for kind in kinds:
+        if kind == "string":
+            variants.append({"type": "string", "maxLength": MAX_ARGUMENT_CHARS})
+        elif kind in ("number", "integer"):
+            variants.append({"type": "integer", "minimum": -1, "maximum": MAX_NUMBER})
+        elif kind == "boolean":
+            variants.append({"type": "boolean"})
+        elif kind == "object":
+            properties = {name: _bounded(value) for name, value in schema.get("properties", {}).items()}
+            bounded: dict[str, Any] = {
+                "type": "object",
+                "properties": properties,
+                "additionalProperties": False,
+            }
+            if schema.get("required"):
+                bounded["required"] = list(schema["required"])
+            variants.append(bounded)
+    return variants[0] if len(variants) == 1 else {"anyOf": variants}
+
+
+def builtin_schema(name: str) -> str | None:
+    """The JSON text of the schema the grammar holds gpt-oss's call of the built-in ``name``
+    to: a browser action's bounded parameters; ``None`` for python (free text, its code)."""
+    for tool in _browser(BROWSER_NAMESPACE):
+        if tool.call_name == name and tool.parameters is not None:
+            return json.dumps(_bounded(tool.parameters))  # the trained order of the arguments
+    return None

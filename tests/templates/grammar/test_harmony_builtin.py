@@ -93,3 +93,35 @@ def test_the_lazy_grammar_triggers_on_to_python() -> None:
     auto = harmony_tool_call_grammar(TOOLS, builtin=PYTHON)
     assert auto.lazy and Trigger(" to=python") in auto.triggers
     assert Trigger(" to=functions.") in auto.triggers
+
+
+def browser_call(action: str, arguments: str, header: str = "code") -> Message:
+    return Message.tool_call(
+        f"browser.{action}", arguments, channel="analysis", content_type=header, constrained=False
+    )
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        (browser_call("search", '{"query": "lighthouse keeper", "topn": 5}'), True),
+        (browser_call("search", '{"query": "lighthouse keeper"}', header="json"), True),
+        (browser_call("open", '{"id": 3, "cursor": 0}'), True),
+        (browser_call("open", '{"id": "https://example.com/a"}'), True),
+        (browser_call("find", '{"pattern": "keeper"}'), True),
+        (browser_call("search", '{"query": 7}'), False),  # not the schema's string
+        (browser_call("search", '{"topn": 5}'), False),  # the query is required
+        (browser_call("search", '{"query": "x", "extra": 1}'), False),  # no other argument
+        (browser_call("search", '{"query": "' + "x" * 600 + '"}'), False),  # past the bound
+        (browser_call("search", "lighthouse keeper"), False),  # not JSON
+    ],
+)
+def test_browser_calls_carry_json_arguments_of_their_schema(message: Message, expected: bool) -> None:
+    """The browser's actions are built-ins with a schema (the trained parameters, bounded):
+    a forced search is JSON the browser can run, never free text."""
+    from openchatml.responses.hosted_functions import builtin_schema
+
+    names = ("browser.search", "browser.open", "browser.find")
+    builtin = tuple(BuiltinTool(name, builtin_schema(name)) for name in names)
+    grammar = harmony_tool_call_grammar(TOOLS, tool_choice="required", builtin=builtin)
+    assert accepts(grammar.lark, turn(THINK, message)) is expected

@@ -3,6 +3,7 @@ own syntax."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -57,7 +58,8 @@ def harmony_tool_call_grammar(
     ``freeform`` tool's call carries its raw input instead (free text, or text of its
     grammar), with no constraint. A ``builtin`` tool's call (gpt-oss's ``python``) is
     ``<|channel|>analysis to=python`` (or ``commentary``, or the recipient first),
-    optionally `` code``, ``<|message|>``, free text, ``<|call|>``. One call per turn
+    optionally `` code``, ``<|message|>``, free text (JSON arguments conforming to its
+    schema where it has one: the browser's actions), ``<|call|>``. One call per turn
     (``parallel`` is false). A tool whose name holds a dot, ``NAMESPACE.NAME``, is a tool of
     that Harmony namespace: its calls go ``to=NAMESPACE.NAME`` (:func:`harmony_recipient`).
 
@@ -140,8 +142,13 @@ def _triggers(names: Sequence[str], offered: Mapping[str, Any]) -> tuple[Trigger
 
 def _call_parts(tool: Any) -> tuple[Node, Node]:
     """What follows a call's recipient and channel: the optional constraint (JSON for
-    function tools, `` code`` or `` <|constrain|>code`` for built-in ones), then
-    ``<|message|>``, the input and ``<|call|>``."""
+    function tools, `` code`` or `` <|constrain|>code`` for built-in ones, either for a
+    built-in one with a schema), then ``<|message|>``, the input and ``<|call|>``."""
+    if isinstance(tool, BuiltinTool) and tool.schema is not None:
+        spelled = (" code", " <|constrain|>code", " json", " <|constrain|>json")
+        schema = json.loads(tool.schema)
+        arguments = concat(LiteralText("<|message|>"), json_value(schema, schema), LiteralText("<|call|>"))
+        return optional(choice(*map(LiteralText, spelled))), arguments
     if isinstance(tool, BuiltinTool):
         constraint = optional(choice(LiteralText(" code"), LiteralText(" <|constrain|>code")))
         return constraint, concat(LiteralText("<|message|>"), FreeText("<|call|>"))

@@ -43,10 +43,13 @@ class FreeformTool:
 
 @dataclass(frozen=True, slots=True)
 class BuiltinTool:
-    """A tool built into the model (gpt-oss's ``python``): its calls go ``to=NAME`` with
-    free text as input; a choice names it as ``{"type": "builtin", "name": NAME}``."""
+    """A tool built into the model (gpt-oss's ``python``, ``browser.search``): its calls go
+    ``to=NAME`` with free text as input (python's code), or JSON arguments conforming to
+    ``schema`` (the JSON text of a JSON Schema, given for the browser's actions); a choice
+    names it as ``{"type": "builtin", "name": NAME}``."""
 
     name: str
+    schema: str | None = None
 
 
 Offered: TypeAlias = "Mapping[str, Any]"
