@@ -28,28 +28,33 @@ instance of both its own class and ``HarmonyError``: ``except HarmonyError``,
 ``ValidationError`` (an unknown encoding name, a model built from wrong types) raises the
 same here.
 
+Parsing. With ``strict=True`` (the default, as vLLM uses it) completion tokens are read
+as openai-harmony 0.0.8 reads them: the same messages where it returns messages (a
+special token inside a body is its spelling, ``"<|start|>"``; a header keeps every token
+until ``<|message|>``, so ``<|end|>`` or ``<|call|>`` there become header words, two
+``<|channel|>`` give a recipient ``<|channel|>final``, ``to=`` an empty recipient), and an
+error where it raises, at the same token, with its words (``unexpected tokens remaining in
+message header: Some("…")``), as a typed :class:`~openchatml.core.errors.ParseError`
+(``HeaderError``, ``UnexpectedTokenError``, ``StreamTruncatedError``) that is also a
+``HarmonyError``. With ``strict=False`` the core parser repairs malformed input instead:
+``<|start|>`` inside a body ends the message and starts another, whitespace between
+messages is skipped, a header cut short is dropped, and nothing raises.
+
 Where this differs from openai-harmony (only on malformed input or odd values):
 
-* Malformed tokens raise a typed error when ``strict`` (a
-  :class:`~openchatml.core.errors.ParseError` that is also a ``HarmonyError``) and are
-  repaired otherwise, where the reference raises an untyped ``HarmonyError`` even when
-  not strict, or returns something odd. The error may come at another token, with
-  another message: ``<|end|>`` before ``<|message|>`` raises
-  :class:`~openchatml.core.errors.HeaderError` at the ``<|end|>``, where the reference raises
-  at the next ``<|message|>``.
-* Read where the reference cannot: ``<|start|>user:bob`` is a user message named
-  ``bob``; ``<|start|>functions.f<|message|>`` (a tool reply with no recipient or
-  channel) is a message from the tool ``functions.f``; whitespace between messages is
-  skipped. A content type after ``<|constrain|>`` with no recipient
-  (``<|channel|>final <|constrain|>json``) is a content type, as openai-harmony's own
-  test suite expects; its 0.0.8 build reads it as a recipient.
-* A special token other than a terminator inside a body: the reference keeps its text
-  (``"<|start|>"``); here ``<|start|>`` ends the message and starts another, and any
-  other raises :class:`~openchatml.core.errors.UnexpectedTokenError` (kept as text when not
-  strict).
-* End of input inside a header, or before the header a prompt opened: strict, a
-  :class:`~openchatml.core.errors.StreamTruncatedError`; not strict, the unfinished header
-  is dropped (the reference raises in both modes).
+* Read as rendered, where the reference misreads its own renders (strict or not):
+  ``<|start|>user:bob`` is a user message named ``bob`` (the reference: "Unknown role",
+  or a tool named ``user:bob``); ``<|start|>functions.f<|message|>`` (a tool reply with
+  no recipient) is a message from the tool ``functions.f``; a content type after the
+  channel with no recipient (``<|channel|>final <|constrain|>json``) is a content type,
+  as openai-harmony's own test suite expects; its 0.0.8 build reads it as a recipient.
+  These apply to headers as a renderer writes them (no special token but
+  ``<|channel|>`` and ``<|constrain|>``).
+* Strict, an id outside o200k_harmony (or not an int) raises
+  :class:`~openchatml.core.errors.UnexpectedTokenError` at once; ordinary text in a
+  header that spells ``<|channel|>`` or ``<|constrain|>`` raises
+  :class:`~openchatml.core.errors.HeaderError` (text never becomes a marker); so does a
+  header longer than 4096 ids.
 * Invalid UTF-8 in a body: the reference holds the text after a bad sequence until the
   next token (sometimes never reporting it in ``last_content_delta``); here it is
   reported at once. The finished message is the same.
@@ -65,7 +70,8 @@ Where this differs from openai-harmony (only on malformed input or odd values):
 Layout: :mod:`.messages` and :mod:`.content` hold the pydantic models,
 :mod:`.encoding` the :class:`HarmonyEncoding`, :mod:`.stream` the
 :class:`StreamableParser`, :mod:`.errors` the :class:`HarmonyError`;
-:mod:`._conversion` turns the models into the core's and back.
+:mod:`._conversion` turns the models into the core's and back; :mod:`._strict_parser`
+reads tokens as openai-harmony does, :mod:`._header_reading` its headers.
 """
 
 from .content import (

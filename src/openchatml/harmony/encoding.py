@@ -16,6 +16,7 @@ from ..core.errors import OCMError, Position, StreamTruncatedError
 from ..core.parse import StreamParser
 from ..core.render import CoTPolicy, Profile, RenderConfig, Renderer
 from ._conversion import from_core_message, to_core_message, to_core_messages, to_core_role
+from ._strict_parser import StrictParser
 from .errors import HarmonyError, as_harmony
 from .messages import Conversation, Message, Role
 
@@ -130,13 +131,23 @@ class HarmonyEncoding:
     ) -> list[Message]:
         """The messages a completion spells; ``role`` is the role its prompt opened.
 
-        Input cut short inside a body gives that message as it stands. Raises
-        :class:`HarmonyError` (a typed :class:`~openchatml.core.errors.ParseError`) on
-        malformed tokens when ``strict``; otherwise repairs them.
+        Input cut short inside a body gives that message as it stands. When ``strict``,
+        the tokens are read as openai-harmony reads them, and :class:`HarmonyError` (a
+        typed :class:`~openchatml.core.errors.ParseError`) is raised with its words where
+        it raises; otherwise malformed tokens are repaired.
         """
+        core_role = None if role is None else to_core_role(role)
+        if strict:
+            strict_parser = StrictParser(core_role, self._encoding)
+            try:
+                strict_parser.feed_tokens(tokens if isinstance(tokens, list | tuple) else list(tokens))
+                strict_parser.close()
+            except OCMError as exc:
+                raise as_harmony(exc) from None
+            return [from_core_message(m) for m in strict_parser.messages]
         parser = StreamParser(
-            None if role is None else to_core_role(role),
-            strict=strict,
+            core_role,
+            strict=False,
             check_constraints=False,
             allow_truncated=True,
             replace_invalid_utf8=True,
@@ -144,7 +155,7 @@ class HarmonyEncoding:
         )
         try:
             parser.feed_tokens(tokens)
-            end_of_input(parser, strict)
+            end_of_input(parser, False)
         except OCMError as exc:
             raise as_harmony(exc) from None
         return [from_core_message(m) for m in parser.messages]

@@ -1,5 +1,7 @@
-"""openai-harmony's ``StreamableParser``: completion tokens one at a time, on top of the
-core :class:`~openchatml.core.parse.StreamParser`."""
+"""openai-harmony's ``StreamableParser``: completion tokens one at a time.
+
+Strict, it reads them as openai-harmony does (:class:`._strict_parser.StrictParser`);
+not strict, the core :class:`~openchatml.core.parse.StreamParser` repairs what it can."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from ..core.errors import OCMError
 from ..core.parse import StreamParser
 from ..core.tokens import MESSAGE_ID, START_ID
 from ._conversion import ROLE_OF_CORE, from_core_message, to_core_role
+from ._strict_parser import StrictParser
 from .encoding import HarmonyEncoding, end_of_input
 from .errors import as_harmony
 from .messages import CONSTRAIN_MARKER, Message, Role
@@ -37,9 +40,10 @@ class StreamableParser:
     """Parses completion tokens one at a time, exposing the message being read.
 
     ``role`` is the role the prompt opened (``<|start|>assistant``), or ``None`` to
-    expect ``<|start|>`` first. :meth:`process` raises :class:`HarmonyError` (a typed
-    :class:`~openchatml.core.errors.ParseError`) on malformed tokens when ``strict``;
-    otherwise the parser repairs them.
+    expect ``<|start|>`` first. When ``strict``, tokens are read as openai-harmony reads
+    them, and :meth:`process` raises :class:`HarmonyError` (a typed
+    :class:`~openchatml.core.errors.ParseError`) with openai-harmony's words where it
+    raises; otherwise the parser repairs malformed tokens.
     """
 
     __slots__ = ("_cache", "_encoding", "_inner", "_process", "_retired", "_retired_tokens", "_strict")
@@ -53,7 +57,9 @@ class StreamableParser:
         self._retired_tokens: list[int] = []
         self._cache: list[Message] = []
 
-    def _new_inner(self, role: core_messages.Role | None) -> StreamParser:
+    def _new_inner(self, role: core_messages.Role | None) -> StreamParser | StrictParser:
+        if self._strict:
+            return StrictParser(role, self._encoding._encoding)
         return StreamParser(
             role,
             strict=self._strict,
@@ -81,7 +87,10 @@ class StreamableParser:
         """
         inner = self._inner
         try:
-            end_of_input(inner, self._strict)
+            if isinstance(inner, StrictParser):
+                inner.close()
+            else:
+                end_of_input(inner, self._strict)
         except OCMError as exc:
             raise as_harmony(exc) from None
         self._retired += inner.messages
@@ -161,6 +170,8 @@ class StreamableParser:
         if state is StreamState.EXPECT_START:
             return {"state": state.value}
         if state is StreamState.HEADER:
+            if isinstance(inner, StrictParser):
+                return {"state": state.value, "header_tokens": inner.header_tokens}
             return {"state": state.value, "header_tokens": tokens[_after_last(tokens, START_ID) :]}
         header = inner.current_header
         assert header is not None
@@ -175,7 +186,11 @@ class StreamableParser:
                 "channel": header.channel,
                 "content_type": self.current_content_type,
             },
-            "content_tokens": self._content_tokens(tokens[_after_last(tokens, MESSAGE_ID) :]),
+            "content_tokens": self._content_tokens(
+                inner.body_tokens
+                if isinstance(inner, StrictParser)
+                else tokens[_after_last(tokens, MESSAGE_ID) :]
+            ),
         }
 
     def _content_tokens(self, body: list[int]) -> list[int]:

@@ -3,8 +3,9 @@
 Every scenario is built twice with the same code, once with each package (their APIs
 are the same), and must give the same token ids, the same parsed messages and, token by
 token, the same streaming state. The scenarios cover those of openai-harmony's own test
-suite, rebuilt here, and more. The last sections hold the documented differences on
-malformed input: a typed error or a recovered message, never an untyped exception.
+suite, rebuilt here, and more. The last sections hold malformed input: strict, read as
+the reference reads it (its messages, or a typed error with its words) but for the
+documented misreadings; not strict, a recovered message, never an untyped exception.
 """
 
 from __future__ import annotations
@@ -24,12 +25,13 @@ from openchatml import harmony as C
 from openchatml import load_encoding
 from openchatml.core.errors import (
     HeaderError,
-    OCMError,
     ParseError,
     RenderError,
     StreamTruncatedError,
     UnexpectedTokenError,
 )
+
+from .test_malformed_differential import exempt
 
 Builder = Callable[[Any], Any]
 """Builds a conversation with a module that has the openai_harmony API."""
@@ -1004,11 +1006,13 @@ def test_missing_message_token_strict_raises_typed(oracle: Any, ours: C.HarmonyE
         for token in tokens:
             ref.process(token)
     our = C.StreamableParser(ours, C.Role.ASSISTANT, strict=True)
-    with pytest.raises(C.HarmonyError) as info:
+    with pytest.raises(C.HarmonyError, match="unexpected tokens remaining in message header") as info:
         for token in tokens:
             our.process(token)
     assert isinstance(info.value, HeaderError)
-    with pytest.raises(HeaderError):
+    assert info.value.position is not None
+    assert ours.decode([tokens[info.value.position.offset]]) == "<|message|>"  # where the reference raises
+    with pytest.raises(HeaderError, match="unexpected tokens remaining in message header"):
         ours.parse_messages_from_completion_tokens(tokens, C.Role.ASSISTANT)
 
 
@@ -1103,9 +1107,8 @@ def test_start_inside_body(oracle: Any, ours: C.HarmonyEncoding) -> None:
     tokens = _tokens(ours, "<|start|>assistant<|message|>a<|start|>assistant<|message|>b<|end|>")
     (ref_msg,) = oracle.parse_messages_from_completion_tokens(tokens)
     assert ref_msg.content[0].text == "a<|start|>assistant<|message|>b"
-    with pytest.raises(UnexpectedTokenError) as info:
-        ours.parse_messages_from_completion_tokens(tokens)
-    assert isinstance(info.value, C.HarmonyError)
+    assert assert_same_stream(oracle, ours, tokens, None) == dicts([ref_msg])
+    assert dicts(ours.parse_messages_from_completion_tokens(tokens)) == dicts([ref_msg])
     texts = [
         m.content[0].to_dict()["text"]
         for m in ours.parse_messages_from_completion_tokens(tokens, strict=False)
@@ -1116,17 +1119,20 @@ def test_start_inside_body(oracle: Any, ours: C.HarmonyEncoding) -> None:
 def test_reserved_token_inside_body(oracle: Any, ours: C.HarmonyEncoding) -> None:
     tokens = _tokens(ours, "<|start|>assistant<|message|>x<|reserved_200014|>y<|end|>")
     want = dicts(oracle.parse_messages_from_completion_tokens(tokens))
-    with pytest.raises(UnexpectedTokenError):
-        ours.parse_messages_from_completion_tokens(tokens)
+    assert want[0]["content"][0]["text"] == "x<|reserved_200014|>y"
+    assert assert_same_stream(oracle, ours, tokens, None) == want
     assert dicts(ours.parse_messages_from_completion_tokens(tokens, strict=False)) == want
 
 
 def test_whitespace_between_messages(oracle: Any, ours: C.HarmonyEncoding) -> None:
     tokens = _tokens(ours, "<|start|>assistant<|message|>a<|end|>\n<|start|>assistant<|message|>b<|end|>")
-    with pytest.raises(H.HarmonyError):
+    with pytest.raises(H.HarmonyError) as ref_info:
         oracle.parse_messages_from_completion_tokens(tokens)
-    texts = [m.content[0].to_dict()["text"] for m in ours.parse_messages_from_completion_tokens(tokens)]
-    assert texts == ["a", "b"]
+    with pytest.raises(UnexpectedTokenError) as info:
+        ours.parse_messages_from_completion_tokens(tokens)
+    assert info.value.message == str(ref_info.value)
+    lenient = ours.parse_messages_from_completion_tokens(tokens, strict=False)
+    assert [m.content[0].to_dict()["text"] for m in lenient] == ["a", "b"]
 
 
 def test_text_between_messages(oracle: Any, ours: C.HarmonyEncoding) -> None:
@@ -1234,17 +1240,31 @@ TOKEN_ALPHABET = [
     role=st.sampled_from([None, "assistant", "user", "tool"]),
 )
 def test_any_token_sequence_gives_messages_or_a_typed_error(
-    ours: C.HarmonyEncoding, tokens: list[int], role: str | None
+    oracle: Any, ours: C.HarmonyEncoding, tokens: list[int], role: str | None
 ) -> None:
     our_role = None if role is None else C.Role(role)
     try:
-        strict = ours.parse_messages_from_completion_tokens(tokens, our_role)
+        strict = dicts(ours.parse_messages_from_completion_tokens(tokens, our_role))
     except C.HarmonyError as exc:
-        assert isinstance(exc, OCMError)
-        strict = None
+        assert isinstance(exc, ParseError)
+        strict = [exc.message]
+    try:
+        want = dicts(
+            oracle.parse_messages_from_completion_tokens(tokens, None if role is None else H.Role(role))
+        )
+    except H.HarmonyError as exc:
+        want = [str(exc)]
+    assert strict == want or exempt(ours, tokens, role)
+    streamed = C.StreamableParser(ours, our_role)
+    try:
+        for token in tokens:
+            streamed.process(token)
+        streamed.process_eos()
+    except C.HarmonyError as exc:
+        assert strict == [exc.message]
+    else:
+        assert dicts(streamed.messages) == strict
     lenient = ours.parse_messages_from_completion_tokens(tokens, our_role, strict=False)
-    if strict is not None:
-        assert dicts(lenient) == dicts(strict)
     parser = C.StreamableParser(ours, our_role, strict=False)
     for token in tokens:
         parser.process(token)
