@@ -11,7 +11,7 @@ by piece, while the object is still being read.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Final
 
 from ..format import ToolCallFormat
@@ -119,6 +119,15 @@ class JsonCallReader:
         if self._mode == "args_str":
             self._read_string_arguments(True)
         return self.writer.close()
+
+    def pending(self, held_word: Callable[[Lexer, str, int], str]) -> str:
+        """A partial parse ends inside arguments written as a JSON string: what was read
+        of them and not yet written (see :meth:`.JsonWriter.pending`); ``""`` elsewhere.
+        ``held_word`` finds the bare word a lexer left unread at its buffer's end."""
+        if self._mode != "args_str" or self.writer is None or self._string_lexer is None:
+            return ""
+        tail = held_word(self._string_lexer, self._string_buffer, self._string_read)
+        return self.writer.pending(tail)
 
     # --- internals ---------------------------------------------------------------
 

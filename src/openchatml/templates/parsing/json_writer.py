@@ -174,6 +174,34 @@ class JsonWriter:
         self.done = True
         return "".join(out)
 
+    def pending(self, tail: str = "") -> str:
+        """Text for what was read but not written, as far as it goes, when the output stops
+        here for good in a partial parse: a key cut short (``{"ar``), a key waiting for
+        its colon, a bare word read where a keyword argument's name may stand, and
+        ``tail``, a bare word the lexer held back (a number or literal that may go on).
+        The result continues the text written so far; it is no complete JSON."""
+        if self.done or self._in_str or self._skip or self._skip_str:
+            return ""
+        stack = self._stack
+        top = stack[-1] if stack else None
+        out: list[str] = []
+        if self._key is not None and top is not None:
+            out.append(_separator(top) + '"' + encode_string("".join(self._key)))
+            return "".join(out)
+        if top is not None and top.is_object and top.expecting == _EXPECT_COLON:
+            return _separator(top) + encode_basestring(top.key)
+        word = self._atom if self._atom is not None else tail
+        self._atom = None
+        if not word:
+            return ""
+        at_key = top is not None and top.is_object and top.expecting in _KEY_OR_COMMA
+        if at_key and top is not None and (not top.kwargs or word.isidentifier()):
+            return _separator(top) + '"' + encode_string(word)
+        prefix = _value_prefix(word)
+        if prefix and self._begin_value(out):
+            out.append(prefix)
+        return "".join(out)
+
     # --- internals ---------------------------------------------------------------
 
     def _after_value(self) -> None:
@@ -337,3 +365,26 @@ class JsonWriter:
                 top.expecting = _EXPECT_KEY
         elif top.expecting == _EXPECT_COMMA:
             top.expecting = _EXPECT_VALUE
+
+
+def _separator(top: _Frame) -> str:
+    """What goes before the next key of object ``top``."""
+    return ", " if top.count else ""
+
+
+_PYTHON_LITERALS: Final = {"True": "true", "False": "false", "None": "null"}
+_NUMBER_PREFIX: Final = re.compile(r"-?(?:0|[1-9]\d*)?(?:\.\d*)?(?:[eE][+-]?\d*)?")
+
+
+def _value_prefix(word: str) -> str:
+    """The JSON text that begins the value a bare word cut short begins (``tru`` →
+    ``tru``, ``Tru`` → ``tru``, ``12`` → ``12``); ``""`` when it begins none."""
+    for literal in ("true", "false", "null"):
+        if literal.startswith(word):
+            return word
+    for python, literal in _PYTHON_LITERALS.items():
+        if python.startswith(word) and literal.startswith(word.lower()):
+            return word.lower()
+    if word and _NUMBER_PREFIX.fullmatch(word):
+        return word
+    return ""

@@ -75,6 +75,7 @@ from .json_calls import JsonCallReader
 from .json_writer import JsonWriter
 from .lexer import Lexer
 from .options import ParseOptions
+from .partial_arguments import write_partial_arguments
 from .plan import ParsePlan
 from .schemas import tool_schemas
 from .states import CALL_STATES, State
@@ -379,8 +380,7 @@ class Machine:
             return
         argument = self.argument
         if partial:
-            if state is State.ARG_VALUE and argument is not None:
-                tagged_states.add_partial_value(self, argument)
+            write_partial_arguments(self)
             return
         self.warn(W_TRUNCATED, "the output ended inside a tool call")
         if state is State.JSON_CALL:

@@ -247,6 +247,17 @@ def close_value(m: Machine, argument: TaggedArgument) -> None:
 
 
 def add_partial_value(m: Machine, argument: TaggedArgument) -> None:
-    """A partial parse ends inside the value: a value kept whole goes out as written so far."""
-    if argument.mode != "string" and argument.pieces:
+    """A partial parse ends inside the value: a value kept whole goes out as written so
+    far (its key alone when none of it was)."""
+    if argument.mode != "string":
         m.add_arguments(_key(m, argument) + "".join(argument.pieces).strip())
+
+
+def partial_key(m: Machine, name: str, *, whole: bool) -> str:
+    """A partial parse ends at an argument's ``name``: its key, and the colon if the name
+    is ``whole`` (``, "name": ``), else the key cut short (``, "na``)."""
+    if whole:
+        separator = ", " if m.argument_count else ""
+        m.argument_count += 1
+        return separator + '"' + encode_string(name) + '": '
+    return (", " if m.argument_count else "") + '"' + encode_string(name)
