@@ -3,6 +3,8 @@ what a server answers, and positions in text (line, column) and in token ids."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -102,3 +104,26 @@ def test_text_position_finds_the_character(text: str, data: st.DataObject) -> No
     # the line and column point back at the same offset
     assert sum(len(line) + 1 for line in lines[: where.line - 1]) + where.column - 1 == offset
     assert where.column - 1 <= len(lines[where.line - 1])
+
+
+SPEC_CODES = {
+    "E-PARSE-HEADER",
+    "E-PARSE-CHANNEL-MISSING",
+    "E-BODY-CONSTRAINT-VIOLATION",
+    "E-CALL-SCHEMA",
+    "E-TOOL-TIMEOUT",
+    "E-TOOL-CANCELLED",
+    "E-STREAM-TRUNCATED",
+    "E-PERM-VISIBILITY",
+}
+"""The codes of OCM 2.2 §14."""
+
+
+def test_the_readme_documents_every_code_and_marks_the_extensions() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    rows = {line.split("|")[1].strip() for line in readme.splitlines() if line.startswith("| `E-")}
+    codes = {*BY_CODE, "E-PARSE", "E-INTERCHANGE"}
+    for code in codes:
+        marked = f"`{code}` *ext*"
+        assert (f"`{code}`" in rows) if code in SPEC_CODES else (marked in rows), code
+    assert set(BY_CODE) >= SPEC_CODES

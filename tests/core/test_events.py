@@ -62,7 +62,8 @@ def test_repair_kinds_are_stable_wire_words() -> None:
     assert {k.value for k in RepairKind} == {
         "stray_text", "missing_start", "missing_end", "broken_header", "header_without_body",
         "unknown_attribute", "stray_control", "channel_missing", "constraint_violation",
-        "truncated", "invalid_utf8",
+        "truncated", "invalid_utf8", "call_id", "misrouted_call", "unknown_channel",
+        "unknown_intent", "missing_stop", "missing_document_header",
     }  # fmt: skip
     assert RepairKind("truncated") is RepairKind.TRUNCATED
 

@@ -19,6 +19,7 @@ import json
 from enum import Enum
 from typing import Final
 
+from .conformance import ConformanceChecker
 from .content import TextContent
 from .errors import (
     BodyConstraintError,
@@ -79,6 +80,10 @@ class MessageMachine:
     """Everything the lenient parser fixed."""
     last_content_delta: str | None
     """The body text the last token or chunk added (``None`` if it added none)."""
+    _conformance: ConformanceChecker | None
+    """The OCM profile's header rules (§5, §8.2, §8.3), when they are checked."""
+    _last_terminator: ControlToken | None
+    """The token that ended the last message (``None``: none yet, or it was cut)."""
     _events: list[Event]
     _delta: list[str]
     _content: list[str]
@@ -198,11 +203,24 @@ class MessageMachine:
                 header.call_id,
                 header.intent,
             )
+        if self._conformance is not None:
+            header = self._conform(header, self._conformance, where)
         self._next_role = None
         self._header = header
         self._content = []
         self._state = CONTENT
         self._emit(MessageStarted(len(self.messages), header))
+
+    def _conform(self, header: Header, checker: ConformanceChecker, where: Position) -> Header:
+        """``header`` held to the OCM profile: each broken rule raised (strict) or repaired."""
+        repaired, violations = checker.check(header)
+        for violation in violations:
+            if self.strict:
+                raise violation.error(violation.detail, position=where)
+            self._repair(
+                violation.kind, violation.error.code, f"{violation.detail}; {violation.repair}", where
+            )
+        return repaired
 
     def _header_without_body(self, text: str, token: ControlToken, where: Position) -> None:
         """A terminator came before ``<|message|>``: keep the role and channel, and read
@@ -274,6 +292,9 @@ class MessageMachine:
         )
         self._emit(MessageDone(len(self.messages), message, terminator))
         self.messages.append(message)
+        self._last_terminator = terminator
+        if self._conformance is not None:
+            self._conformance.observe(message)
         self._content = []
         self._header = None
         self._state = EXPECT_START

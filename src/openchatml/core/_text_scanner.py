@@ -13,7 +13,7 @@ import re
 from typing import Final
 
 from ._message_machine import CONTENT, EXPECT_START, HEADER, LITERAL, MessageMachine
-from .errors import HeaderError, ParseError, Position, UnexpectedTokenError
+from .errors import HeaderError, ParseError, Position, TranscriptHeaderError, UnexpectedTokenError
 from .events import DocumentHeader, Event, RepairKind
 from .headers import MAX_HEADER
 from .messages import TranscriptHeader
@@ -44,6 +44,8 @@ class TextScanner(MessageMachine):
 
     transcript_header: TranscriptHeader | None
     """The YAML header of a text transcript, once read."""
+    require_document_header: bool
+    """Text that does not begin with the YAML header is ``E-PARSE-DOCUMENT-HEADER`` (OCM §2)."""
     _buf: str
     _offset: int
     """Characters consumed before ``_buf``."""
@@ -54,9 +56,11 @@ class TextScanner(MessageMachine):
     _prelude: list[str]
     _prelude_len: int
     _prelude_dropped: bool
+    _text_fed: bool
 
     def feed_text(self, chunk: str) -> list[Event]:
         """Feed a chunk of text, split anywhere; returns the events it caused."""
+        self._text_fed = True
         if chunk:
             self._buf += chunk
             self._scan(final=False)
@@ -349,7 +353,16 @@ class TextScanner(MessageMachine):
         text = "".join(self._prelude)
         self._prelude.clear()
         self._prelude_len = 0
-        if self._seen_start or self._prelude_dropped or not text.strip():
+        if self._seen_start or self._prelude_dropped:
+            return
+        if not text.strip():
+            if self.require_document_header and self._text_fed:
+                self._problem(
+                    TranscriptHeaderError,
+                    RepairKind.MISSING_DOCUMENT_HEADER,
+                    "the transcript does not begin with its YAML header (OCM §2: version: 2.2)",
+                    Position(0, 1, 1),
+                )
             return
         try:
             header = parse_transcript_header(text)
@@ -359,4 +372,6 @@ class TextScanner(MessageMachine):
             self._repair(RepairKind.STRAY_TEXT, exc.code, exc.message, exc.position or where)
             return
         self.transcript_header = header
+        if self._conformance is not None:
+            self._conformance.declare(header)
         self._emit(DocumentHeader(header))

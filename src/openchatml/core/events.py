@@ -93,6 +93,18 @@ class RepairKind(StrEnum):
     """Input ended inside a message or a literal block."""
     INVALID_UTF8 = "invalid_utf8"
     """Bytes that are not UTF-8 were replaced by U+FFFD."""
+    CALL_ID = "call_id"
+    """A tool call's ``call_id`` was missing or repeated, or a reply's named no call (OCM §8.2)."""
+    MISROUTED_CALL = "misrouted_call"
+    """A tool call on a channel its tool may not use was moved to ``commentary`` (OCM §8.3)."""
+    UNKNOWN_CHANNEL = "unknown_channel"
+    """A channel outside the valid channels was read as a valid one (OCM §5)."""
+    UNKNOWN_INTENT = "unknown_intent"
+    """An ``intent=`` value OCM §6 does not define was dropped."""
+    MISSING_STOP = "missing_stop"
+    """A completion ended without ``<|return|>`` or ``<|call|>``: it is incomplete (OCM §9)."""
+    MISSING_DOCUMENT_HEADER = "missing_document_header"
+    """A transcript without the YAML header of OCM §2 was read as ``version: 2.2``."""
 
 
 @dataclass(frozen=True, slots=True)

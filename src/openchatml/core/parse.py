@@ -28,6 +28,12 @@ starts, a message ends.
 ``strict=True`` raises a typed :class:`~openchatml.core.errors.ParseError` at the first
 malformation; ``strict=False`` repairs it, reports a ``Repaired`` event, and goes on.
 Buffers are bounded: a header, a partial control token and the YAML header have limits.
+
+A profile adds its rules to the grammar. ``Profile.OCM`` holds the input to the MUSTs of
+OpenChatML 2.2 (:mod:`.conformance`): call ids (§8.2), routing (§8.3), channels and
+intents (§5, §6); a text transcript begins with its YAML header (§2); a completion ends
+in ``<|return|>`` or ``<|call|>`` (§9). ``Profile.HARMONY`` requires a channel on every
+assistant message (HIP-1). Without a profile the parser reads what openai-harmony reads.
 """
 
 from __future__ import annotations
@@ -38,11 +44,16 @@ from dataclasses import dataclass
 from ._message_machine import CONTENT, EXPECT_START, HEADER, LITERAL
 from ._text_scanner import MAX_PRELUDE, TextScanner
 from ._token_reader import TokenReader
+from .conformance import ConformanceChecker
 from .encoding import Encoding
 from .errors import Position, StreamTruncatedError
 from .events import Event, Header, Repaired, RepairKind
 from .headers import MAX_HEADER
 from .messages import Conversation, Message, Role
+from .render import Profile
+from .tokens import ControlToken
+
+_STOP_TOKENS = (ControlToken.RETURN, ControlToken.CALL)
 
 
 class StreamParser(TokenReader, TextScanner):
@@ -58,6 +69,8 @@ class StreamParser(TokenReader, TextScanner):
     openai-harmony behaviour). ``record_tokens``: keep every id fed in :attr:`tokens`.
     ``replace_invalid_utf8``: body bytes that are not UTF-8 become U+FFFD instead of an
     error (the default when not strict; openai-harmony always replaces).
+    ``profile``: the rules of ``Profile.OCM`` or ``Profile.HARMONY`` beyond the grammar
+    (see the module's docstring); a completion (``role`` given) needs no YAML header.
     """
 
     def __init__(
@@ -71,11 +84,19 @@ class StreamParser(TokenReader, TextScanner):
         record_tokens: bool = False,
         replace_invalid_utf8: bool | None = None,
         encoding: Encoding | None = None,
+        profile: Profile | None = None,
     ) -> None:
         self.strict = strict
         self.replace_invalid_utf8 = (not strict) if replace_invalid_utf8 is None else replace_invalid_utf8
         self.check_constraints = check_constraints
-        self.require_channels = require_channels
+        self.require_channels = require_channels or profile is Profile.HARMONY
+        self.profile = profile
+        ocm = profile is Profile.OCM
+        self.require_document_header = ocm and role is None
+        self._require_stop = ocm and role is not None
+        self._conformance = ConformanceChecker() if ocm else None
+        self._last_terminator = None
+        self._text_fed = False
         self.allow_truncated = allow_truncated
         self._record = record_tokens
         self._encoding = encoding
@@ -168,11 +189,15 @@ class StreamParser(TokenReader, TextScanner):
         if self._utf8 is not None:
             self._flush_utf8()
         state = self._state
-        where: Position = self._cpos(len(self._buf)) if self._offset or self._buf else self._tpos()
+        if self._text_fed or self._offset or self._buf:
+            where: Position = self._cpos(len(self._buf))
+        else:
+            where = Position(max(self._n_tokens - 1, 0), unit="token")
         if state is EXPECT_START:
             self._take_stray()
             if not self._seen_start:
                 self._end_prelude(where)
+            self._check_stop(where)
         elif state is HEADER:
             if self._header_ids or self._header_text or self._next_role is None:
                 self._problem(
@@ -181,6 +206,8 @@ class StreamParser(TokenReader, TextScanner):
                     "input ended inside a message header",
                     where,
                 )
+            else:
+                self._check_stop(where)
         else:
             if not self.allow_truncated:
                 what = "a literal block" if state is LITERAL else "a message body"
@@ -192,6 +219,19 @@ class StreamParser(TokenReader, TextScanner):
                 )
             self._finish(None, where)
         return self.events()
+
+    def _check_stop(self, where: Position) -> None:
+        """OCM §9: a completion whose messages are all ended must end in a stop token."""
+        if not self._require_stop or self._last_terminator in _STOP_TOKENS:
+            return
+        last = self._last_terminator
+        after = f"after {last.value}" if last is not None else "with no message"
+        self._problem(
+            StreamTruncatedError,
+            RepairKind.MISSING_STOP,
+            f"the completion ended {after}, without <|return|> or <|call|>: it is incomplete (OCM §9)",
+            where,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +250,7 @@ def parse_tokens(
     check_constraints: bool = True,
     require_channels: bool = False,
     allow_truncated: bool = False,
+    profile: Profile | None = None,
 ) -> list[Message]:
     """The messages ``tokens`` spell (ids of o200k_harmony).
 
@@ -223,6 +264,7 @@ def parse_tokens(
         check_constraints=check_constraints,
         require_channels=require_channels,
         allow_truncated=allow_truncated,
+        profile=profile,
     )
     parser.feed_tokens(tokens)
     parser.close()
@@ -237,6 +279,7 @@ def parse_text(
     check_constraints: bool = True,
     require_channels: bool = False,
     allow_truncated: bool = False,
+    profile: Profile | None = None,
 ) -> list[Message]:
     """The messages ``text`` spells (Harmony or OpenChatML 2.2 text)."""
     transcript = parse_transcript(
@@ -246,6 +289,7 @@ def parse_text(
         check_constraints=check_constraints,
         require_channels=require_channels,
         allow_truncated=allow_truncated,
+        profile=profile,
     )
     return list(transcript.conversation.messages)
 
@@ -258,6 +302,7 @@ def parse_transcript(
     check_constraints: bool = True,
     require_channels: bool = False,
     allow_truncated: bool = False,
+    profile: Profile | None = None,
 ) -> ParsedTranscript:
     """The :class:`Conversation` ``text`` spells, with its YAML header, and the repairs made."""
     parser = StreamParser(
@@ -266,6 +311,7 @@ def parse_transcript(
         check_constraints=check_constraints,
         require_channels=require_channels,
         allow_truncated=allow_truncated,
+        profile=profile,
     )
     parser.feed_text(text)
     parser.close()
