@@ -555,7 +555,11 @@ def test_validate_reports_every_problem(runner: CliRunner, tmp_path: Path) -> No
     result = run(runner, "validate", bad)
     assert result.exit_code == 1
     assert result.stdout.splitlines() == [
+        f"{bad}:1:1: E-PARSE-DOCUMENT-HEADER the transcript does not begin with its YAML header "
+        "(OCM §2: version: 2.2)",
         f"{bad}:3:1: E-PARSE-UNEXPECTED-TOKEN dropped 'oops' between messages",
+        f"{bad}:4:72: E-PARSE-HEADER tool call to functions.f without call_id (OCM §8.2); "
+        "given call_id=call-1",
         f"{bad}:4:87: E-BODY-CONSTRAINT-VIOLATION body is not the JSON its <|constrain|>json declares: "
         "Expecting property name enclosed in double quotes: line 1 column 2 (char 1)",
         f"{bad}:5:49: E-STREAM-TRUNCATED input ended inside a message body",
@@ -569,9 +573,9 @@ def test_validate_reports_every_problem(runner: CliRunner, tmp_path: Path) -> No
 
 
 def test_validate_header_problems(runner: CliRunner) -> None:
-    result = run(runner, "validate", "-", input="<|start|>user bogus=1<|message|>hi<|end|>")
+    result = run(runner, "validate", "-", input="version: 2.2\n<|start|>user bogus=1<|message|>hi<|end|>")
     assert result.exit_code == 1
-    assert result.stdout == "-:1:22: E-PARSE-HEADER unknown header attribute 'bogus'\n"
+    assert result.stdout == "-:2:22: E-PARSE-HEADER unknown header attribute 'bogus'\n"
     yaml = run(runner, "validate", "-", input="version: [\n<|start|>user<|message|>hi<|end|>")
     assert yaml.stdout.startswith("-:2:1: E-PARSE-DOCUMENT-HEADER the transcript header is not YAML: ")
     assert yaml.stdout.count("\n") == 1
@@ -620,6 +624,7 @@ def test_validate_checks_tool_calls_against_declared_tools(runner: CliRunner, tm
     assert result.stdout.splitlines() == [
         f"{bad}: E-CALL-SCHEMA messages[4]: arguments to functions.get_current_weather at (top level): "
         "'location' is a required property",
+        f"{bad}: E-PARSE-HEADER messages[7]: tool call to functions.nope without call_id (OCM §8.2)",
         f"{bad}: E-CALL-SCHEMA messages[7]: call to undeclared tool 'functions.nope'",
     ]
     undeclared = run(runner, "validate", "-", input=json.dumps(doc["messages"][2:5]))
@@ -627,7 +632,7 @@ def test_validate_checks_tool_calls_against_declared_tools(runner: CliRunner, tm
 
 
 def test_validate_mixed_files_and_encoding(runner: CliRunner, tmp_path: Path) -> None:
-    good = write(tmp_path, "good.txt", "<|start|>user<|message|>hi<|end|>")
+    good = write(tmp_path, "good.txt", "version: 2.2\n<|start|>user<|message|>hi<|end|>")
     latin = write(tmp_path, "latin.txt", b"<|start|>user<|message|>h\xe9<|end|>")
     result = run(runner, "validate", good, latin)
     assert result.exit_code == 1
@@ -724,3 +729,68 @@ def test_section_16_2_converts_with_call_ids(runner: CliRunner) -> None:
     call, reply = _messages(run(runner, "convert", "-", "--to", "json", input=text))
     assert call["tool_call"]["id"] == reply["call_id"] == "wx1"
     assert reply["name"] == "functions.get_current_weather"
+
+
+# --- convert: terminators ---------------------------------------------------------------
+
+ANSWERED = (
+    "<|start|>user<|message|>What is 2 + 2?<|end|>\n<|start|>assistant<|channel|>final<|message|>4.<|return|>"
+)
+
+
+@pytest.mark.parametrize("target", ["harmony", "ocm"])
+def test_convert_keeps_a_final_return(runner: CliRunner, target: str) -> None:
+    result = run(runner, "convert", "-", "--to", target, input=ANSWERED)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.endswith("<|channel|>final<|message|>4.<|return|>\n")
+    assert result.stdout.count("<|end|>") == 1
+
+
+def test_convert_keeps_the_return_through_json(runner: CliRunner) -> None:
+    as_json = run(runner, "convert", "-", "--to", "json", input=ANSWERED)
+    back = run(runner, "convert", "-", "--to", "ocm", input=as_json.stdout)
+    assert back.stdout == ANSWERED + "\n"
+    harmony = run(runner, "convert", "-", "--to", "harmony", input=ANSWERED)
+    assert run(runner, "convert", "-", "--to", "ocm", input=harmony.stdout).stdout == ANSWERED + "\n"
+
+
+def test_convert_history_ends_every_message(runner: CliRunner) -> None:
+    expected = ANSWERED.replace("<|return|>", "<|end|>") + "\n"
+    assert run(runner, "convert", "-", "--to", "ocm", "--history", input=ANSWERED).stdout == expected
+    as_json = run(runner, "convert", "-", "--to", "json", input=ANSWERED).stdout
+    assert run(runner, "convert", "-", "--to", "ocm", "--history", input=as_json).stdout == expected
+
+
+def test_convert_keeps_each_terminator_of_text(runner: CliRunner) -> None:
+    text = (
+        "<|start|>user<|message|>a<|end|>\n"
+        "<|start|>assistant<|channel|>final<|message|>b<|return|>\n"
+        "<|start|>user<|message|>c<|end|>\n"
+        "<|start|>assistant<|channel|>final<|message|>d<|end|>"
+    )
+    assert run(runner, "convert", "-", "--to", "ocm", input=text).stdout == text + "\n"
+    ids = load_encoding().encode(text.replace("\n", ""), allowed_special="all")
+    tokens = run(runner, "convert", "-", "--to", "harmony", input=json.dumps(ids))
+    assert tokens.stdout == text.replace("\n", "") + "\n"
+
+
+def test_convert_of_json_ends_a_final_answer_in_return(runner: CliRunner) -> None:
+    result = run(runner, "convert", str(EXAMPLE), "--to", "harmony")
+    training = Renderer(RenderConfig(cot=CoTPolicy.KEEP)).training_text(example())
+    assert result.stdout == training + "\n"
+    history = run(runner, "convert", str(EXAMPLE), "--to", "ocm", "--history")
+    assert (
+        history.stdout
+        == Renderer(RenderConfig(profile=Profile.OCM, cot=CoTPolicy.KEEP)).text(example()) + "\n"
+    )
+    call = run(runner, "convert", "-", "--to", "ocm", input=json.dumps(CHAT_JSON["messages"][:1]))
+    assert call.stdout.endswith("<|end|>\n")
+
+
+def test_convert_writes_the_transcript_header_once(runner: CliRunner) -> None:
+    text = (
+        "version: '2.2'\nmodel: m\n<|start|>user<|message|>hi<|end|>\n"
+        "<|start|>assistant<|channel|>final<|message|>yo<|return|>"
+    )
+    result = run(runner, "convert", "-", "--to", "ocm", input=text)
+    assert result.stdout == text + "\n"

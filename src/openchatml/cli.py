@@ -3,30 +3,32 @@
 ``render`` turns a JSON conversation (see :mod:`openchatml.core.interchange`) into Harmony or
 OpenChatML 2.2 text or token ids; ``parse`` reads text or token ids back into JSON
 messages (or streams the parser's events, or the OCM §9 events); ``validate`` lists every
-problem in one or more files; ``convert`` moves between Harmony text, OCM 2.2 text and JSON.
+problem in one or more files; ``convert`` moves between Harmony text, OCM 2.2 text and JSON,
+keeping each message's terminator (``--history``: every message ended as history).
 
 Every typed :class:`~openchatml.core.errors.OCMError` is printed as
 ``error: E-CODE: message (at line L, column C)`` on stderr with exit status 1; usage
-errors exit with 2.
+errors exit with 2 (:mod:`openchatml.cli_errors`, for every command of the group).
 """
 
 from __future__ import annotations
 
 import codecs
-import functools
 import json
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import IO, Any, Literal, ParamSpec, TypeVar
+from typing import IO, Any, Literal
 
 import click
 
+from .cli_errors import CommandGroup, InputError, one_line
 from .core.calls import check_tool_call, declared_namespaces
-from .core.errors import OCMError, ParseError, Position, text_position
-from .core.events import Event, Repaired
+from .core.conformance import conversation_violations
+from .core.errors import OCMError, ParseError, Position, UnexpectedTokenError, text_position
+from .core.events import Event, MessageDone, Repaired
 from .core.interchange import (
     InterchangeError,
     conversation_from_json_text,
@@ -38,9 +40,7 @@ from .core.messages import Conversation, Role
 from .core.ocm_events import OcmEventStream
 from .core.parse import StreamParser
 from .core.render import CoTPolicy, Profile, RenderConfig, Renderer
-
-P = ParamSpec("P")
-R = TypeVar("R")
+from .core.tokens import ControlToken
 
 InputKind = Literal["json", "tokens", "text"]
 
@@ -52,31 +52,12 @@ _SOURCE = click.Path(dir_okay=False, allow_dash=True, exists=True)
 # --- errors -----------------------------------------------------------------------------
 
 
-def _reports_errors(command: Callable[P, R]) -> Callable[P, R]:
-    """Wrap a command so that a typed error becomes one line on stderr and exit status 1."""
-
-    @functools.wraps(command)
-    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return command(*args, **kwargs)
-        except OCMError as exc:
-            click.echo(f"error: {_one_line(str(exc))}", err=True)
-            sys.exit(1)
-
-    return wrapper
-
-
-def _one_line(text: str) -> str:
-    """``text`` with every run of whitespace (newlines included) made one space."""
-    return " ".join(text.split())
-
-
 def _where(position: Position | None) -> str:
     return f" (at {position})" if position is not None else ""
 
 
 def _warn(code: str, detail: str, position: Position | None) -> None:
-    click.echo(f"warning: {code}: {_one_line(detail)}{_where(position)}", err=True)
+    click.echo(f"warning: {code}: {one_line(detail)}{_where(position)}", err=True)
 
 
 # --- input ------------------------------------------------------------------------------
@@ -177,13 +158,17 @@ def _parser(role: str | None, lenient: bool, profile: str) -> StreamParser:
     )
 
 
-def _parse_all(text: str, kind: InputKind, parser: StreamParser) -> Conversation:
-    if kind == "tokens":
-        parser.feed_tokens(_token_ids(text))
-    else:
-        parser.feed_text(text)
-    parser.close()
-    return Conversation(tuple(parser.messages), parser.transcript_header)
+def _parse_all(
+    text: str, kind: InputKind, parser: StreamParser
+) -> tuple[Conversation, list[ControlToken | None]]:
+    """The conversation in ``text`` (token ids or text), and the terminator each of its
+    messages had (``None`` where the input stopped without one)."""
+    events = parser.feed_tokens(_token_ids(text)) if kind == "tokens" else parser.feed_text(text)
+    events += parser.close()
+    endings = [event.terminator for event in events if isinstance(event, MessageDone)]
+    if len(endings) != len(parser.messages):
+        endings = [None] * len(parser.messages)
+    return Conversation(tuple(parser.messages), parser.transcript_header), endings
 
 
 def _dump(value: Any, compact: bool) -> str:
@@ -195,7 +180,7 @@ def _dump(value: Any, compact: bool) -> str:
 # --- commands ---------------------------------------------------------------------------
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=CommandGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="openchatml", prog_name="openchatml")
 def main() -> None:
     """Render, parse, validate and convert Harmony and OpenChatML 2.2 conversations."""
@@ -240,7 +225,6 @@ def main() -> None:
     show_default=True,
     help="Which earlier analysis messages to keep.",
 )
-@_reports_errors
 def render(source: str, fmt: str, profile: str, purpose: str, next_role: str | None, cot: str) -> None:
     """Render a JSON conversation to Harmony / OCM 2.2 text or token ids."""
     if next_role is not None and purpose != "completion":
@@ -290,7 +274,6 @@ def render(source: str, fmt: str, profile: str, purpose: str, next_role: str | N
     show_default=True,
     help="harmony: every assistant message must name a channel.",
 )
-@_reports_errors
 def parse(
     source: str,
     as_tokens: bool,
@@ -302,17 +285,40 @@ def parse(
     profile: str,
 ) -> None:
     """Parse Harmony / OCM 2.2 text (or token ids) into JSON messages."""
-    parser = _parser(role, lenient, profile)
-    if stream:
-        _parse_stream(source, as_tokens, parser, _ocm_emitter() if event_kind == "ocm" else _emit)
-        return
-    if event_kind != "parser":
+    if event_kind != "parser" and not stream:
         raise click.UsageError("--events needs --stream")
-    text = _read(source)
-    conversation = _parse_all(text, "tokens" if as_tokens else "text", parser)
+    parser = _parser(role, lenient, profile)
+    text = ""
+    try:
+        if stream:
+            _parse_stream(source, as_tokens, parser, _ocm_emitter() if event_kind == "ocm" else _emit)
+            return
+        text = _read(source)
+        conversation, _ = _parse_all(text, "tokens" if as_tokens else "text", parser)
+    except OCMError as exc:
+        if _starts_mid_header(exc, parser):
+            raise InputError.of(exc, hint=_COMPLETION_HINT) from None
+        if not as_tokens and _detect(text) == "json":
+            raise InputError.of(exc, hint=_JSON_HINT) from None
+        raise
     for repair in parser.repairs:
         _warn(repair.code, repair.detail, repair.position)
     click.echo(_dump(conversation_to_json(conversation), compact))
+
+
+_COMPLETION_HINT = "a completion that begins after its <|start|>ROLE needs --role ROLE (--role assistant)"
+_JSON_HINT = "the input is a JSON conversation: `openchatml render` or `convert` reads it"
+
+
+def _starts_mid_header(error: OCMError, parser: StreamParser) -> bool:
+    """Whether ``error`` is a header token before any ``<|start|>``: the input looks like a
+    completion whose ``<|start|>ROLE`` was in the prompt."""
+    return (
+        isinstance(error, UnexpectedTokenError)
+        and "<|start|>" in error.message
+        and not parser.messages
+        and parser.current_header is None
+    )
 
 
 def _emit(events: Iterable[Event]) -> None:
@@ -379,7 +385,7 @@ class _Problem:
     def line(self, name: str) -> str:
         """``NAME:LINE:COL: E-CODE message`` (``NAME:token N: …`` for token input)."""
         pos = self.position
-        what = f"{self.code} {_one_line(self.message)}"
+        what = f"{self.code} {one_line(self.message)}"
         if pos is None:
             return f"{name}: {what}"
         if pos.unit == "token":
@@ -390,31 +396,38 @@ class _Problem:
 
 
 def _json_problems(text: str, profile: str) -> list[_Problem]:
-    """The first format error of a JSON conversation, or else every tool call that does not
-    match the tools it declares (checked when it declares any)."""
+    """The first format error of a JSON conversation, or else, message by message, every
+    OCM 2.2 rule it breaks (``ocm`` profile: call ids, routing, channels, intents) and every
+    tool call that does not match the tools it declares (checked when it declares any)."""
     try:
         conversation = conversation_from_json_text(text)
         Renderer(RenderConfig(profile=Profile(profile), cot=CoTPolicy.KEEP)).text(conversation)
     except OCMError as exc:
         return [_Problem(exc.code, exc.message, exc.position)]
-    namespaces = declared_namespaces(conversation)
-    if not namespaces:
-        return []
     raw = json.loads(text)
     items, base = (raw, "") if isinstance(raw, list) else (raw["messages"], "messages")
     paths = [f"{base}[{i}]" for i, item in enumerate(items) for _ in messages_from_json(item)]
-    found: list[_Problem] = []
-    for path, message in zip(paths, conversation, strict=True):
-        if message.is_tool_call:
+    found: list[tuple[int, _Problem]] = []
+    if profile == Profile.OCM.value:
+        for index, violation in conversation_violations(conversation):
+            found.append((index, _Problem(violation.error.code, f"{paths[index]}: {violation.detail}", None)))
+    namespaces = declared_namespaces(conversation)
+    for index, message in enumerate(conversation):
+        if namespaces and message.is_tool_call:
             try:
                 check_tool_call(message, namespaces)
             except OCMError as exc:
-                found.append(_Problem(exc.code, f"{path}: {exc.message}", None))
-    return found
+                found.append((index, _Problem(exc.code, f"{paths[index]}: {exc.message}", None)))
+    return [problem for _, problem in sorted(found, key=lambda pair: pair[0])]
 
 
-def _problems(text: str, profile: str) -> list[_Problem]:
-    """Every problem in ``text``: each lenient repair, and the strict error if no repair names it."""
+def _problems(text: str, profile: str, role: str | None = None) -> list[_Problem]:
+    """Every problem in ``text``: each lenient repair, and the strict error if no repair names it.
+
+    The profile's rules apply (``ocm``: the MUSTs of OpenChatML 2.2, a YAML header on a text
+    transcript; ``harmony``: a channel on every assistant message). ``role``: ``text`` is a
+    completion that starts mid-header (no YAML header; it ends in a stop token).
+    """
     kind = _detect(text)
     if kind == "json":
         return _json_problems(text, profile)
@@ -424,7 +437,9 @@ def _problems(text: str, profile: str) -> list[_Problem]:
         return [_Problem(exc.code, exc.message, exc.position)]
 
     def run(lenient: bool) -> StreamParser:
-        parser = _parser(None, lenient, profile)
+        parser = StreamParser(
+            None if role is None else Role(role), strict=not lenient, profile=Profile(profile)
+        )
         if ids is not None:
             parser.feed_tokens(ids)
         else:
@@ -449,14 +464,22 @@ def _problems(text: str, profile: str) -> list[_Problem]:
     type=click.Choice(_PROFILES),
     default="ocm",
     show_default=True,
-    help="harmony: every assistant message must name a channel.",
+    help="ocm: the MUSTs of OpenChatML 2.2 (call_id, routing, channels, intent, a YAML header on "
+    "a text transcript); harmony: every assistant message must name a channel.",
 )
-def validate(files: tuple[str, ...], profile: str) -> None:
+@click.option(
+    "--role",
+    type=click.Choice(_ROLES),
+    default=None,
+    help="The files are completions that start mid-header, after <|start|>ROLE: no YAML header; "
+    "with --profile ocm each must end in <|return|> or <|call|>.",
+)
+def validate(files: tuple[str, ...], profile: str, role: str | None) -> None:
     """Check files (text, token ids or JSON); print FILE: ok, or FILE:LINE:COL: E-CODE message per problem."""
     failed = False
     for name in files:
         try:
-            problems = _problems(_read(name), profile)
+            problems = _problems(_read(name), profile, role)
         except OCMError as exc:
             problems = [_Problem(exc.code, exc.message, exc.position)]
         if problems:
@@ -474,23 +497,72 @@ def validate(files: tuple[str, ...], profile: str) -> None:
 @click.option("--to", "target", type=click.Choice(["harmony", "ocm", "json"]), required=True)
 @click.option("--lenient", is_flag=True, help="Repair malformed text input (repairs reported on stderr).")
 @click.option("--compact", is_flag=True, help="One line of JSON (with --to json).")
-@_reports_errors
-def convert(source: str, target: str, lenient: bool, compact: bool) -> None:
+@click.option(
+    "--history",
+    is_flag=True,
+    help="Write every message as history: a final answer's <|return|> becomes <|end|> "
+    "(otherwise each message keeps the terminator it had).",
+)
+def convert(source: str, target: str, lenient: bool, compact: bool, history: bool) -> None:
     """Convert between Harmony text, OCM 2.2 text and JSON (input kind detected)."""
     text = _read(source)
     kind = _detect(text)
     if kind == "json":
         conversation = conversation_from_json_text(text)
+        endings = _json_endings(conversation)
     else:
         parser = _parser(None, lenient, "ocm")
-        conversation = _parse_all(text, kind, parser)
+        conversation, endings = _parse_all(text, kind, parser)
         for repair in parser.repairs:
             _warn(repair.code, repair.detail, repair.position)
     if target == "json":
         click.echo(_dump(conversation_to_json(conversation), compact))
         return
-    renderer = Renderer(RenderConfig(profile=Profile(target), cot=CoTPolicy.KEEP))
-    click.echo(renderer.text(conversation))
+    profile = Profile(target)
+    separator = "\n" if profile is Profile.OCM else ""
+    renderer = Renderer(RenderConfig(profile=profile, cot=CoTPolicy.KEEP, separator=separator))
+    if history:
+        endings = [None] * len(conversation.messages)
+    click.echo(_render_ending(renderer, conversation, endings, separator))
+
+
+def _json_endings(conversation: Conversation) -> list[ControlToken | None]:
+    """The terminators of a JSON conversation's messages, which JSON does not carry: a final
+    answer at the end ends in ``<|return|>`` (the stop token of the turn), every other
+    message as history (``None``)."""
+    endings: list[ControlToken | None] = [None] * len(conversation.messages)
+    last = conversation.messages[-1] if conversation.messages else None
+    if (
+        last is not None
+        and last.author.role is Role.ASSISTANT
+        and last.channel == "final"
+        and not last.recipient
+    ):
+        endings[-1] = ControlToken.RETURN
+    return endings
+
+
+_TERMINATORS = (ControlToken.END.value, ControlToken.CALL.value, ControlToken.RETURN.value)
+
+
+def _render_ending(
+    renderer: Renderer,
+    conversation: Conversation,
+    endings: Sequence[ControlToken | None],
+    separator: str,
+) -> str:
+    """The text of ``conversation`` (its YAML header, then its messages joined by
+    ``separator``) in which message ``i`` ends in ``endings[i]`` (``None``: as history)."""
+    has_tools = conversation.has_function_tools
+    texts: list[str] = []
+    for message, ending in zip(conversation.messages, endings, strict=True):
+        text = renderer.message_text(message, has_function_tools=has_tools)
+        if ending is not None:
+            rendered = next(t for t in _TERMINATORS if text.endswith(t))
+            text = text[: -len(rendered)] + ending.value
+        texts.append(text)
+    head = renderer.text(Conversation((), conversation.header))
+    return head + separator.join(texts)
 
 
 __all__ = ["main"]
