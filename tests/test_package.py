@@ -13,7 +13,7 @@ from setuptools import find_packages
 SRC = Path(__file__).resolve().parents[1] / "src"
 PACKAGE = SRC / "openchatml"
 
-LAYERS = ["core", "templates", "engines", "tools", "demo_models", "responses", "chat", "server"]
+LAYERS = ["core", "templates", "engines", "tools", "training", "demo_models", "responses", "chat", "server"]
 """Bottom up; a layer may import the ones before it (engines, tools and demo_models sit side
 by side — tools on the core alone —, and so do responses and chat, which may import responses)."""
 ALLOWED = {
@@ -21,6 +21,7 @@ ALLOWED = {
     "templates": {"core"},
     "engines": {"core", "templates"},
     "tools": {"core"},
+    "training": {"core", "templates"},
     "demo_models": {"core", "templates", "engines"},
     "responses": {"core", "templates", "engines", "tools"},
     "chat": {"core", "templates", "engines", "tools", "responses"},
