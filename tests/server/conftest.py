@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -18,6 +19,22 @@ from pg import PostgresServer, ensure_binaries
 from openchatml.server.auth import KeyChecker
 from openchatml.server.limits import Limits
 from openchatml.server.settings import ServiceSettings
+
+
+def _mcp_fixtures() -> Any:
+    """The real MCP test server's fixtures (tests/tools/mcp/conftest.py), loaded once under
+    a name of their own so that the server tests get its session-wide ``mcp_server``."""
+    spec = importlib.util.spec_from_file_location(
+        "mcp_fixtures", Path(__file__).parents[1] / "tools" / "mcp" / "conftest.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["mcp_fixtures"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+mcp_server = _mcp_fixtures().mcp_server
 
 
 @pytest.fixture

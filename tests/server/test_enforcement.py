@@ -215,22 +215,6 @@ def test_a_forced_web_search_comes_in_every_trial(tmp_path: Path) -> None:
     assert all(call.action.type == "search" for call in calls)
 
 
-def _mcp_fixtures() -> Any:
-    """The MCP test server's fixtures (tests/tools/mcp/conftest.py), loaded once."""
-    if "mcp_fixtures" not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            "mcp_fixtures", Path(__file__).parents[1] / "tools" / "mcp" / "conftest.py"
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["mcp_fixtures"] = module
-        spec.loader.exec_module(module)
-    return sys.modules["mcp_fixtures"]
-
-
-mcp_server = _mcp_fixtures().mcp_server
-
-
 def test_a_forced_mcp_call_comes_in_every_trial(tmp_path: Path, mcp_server: Any) -> None:
     """``tool_choice: {"type": "mcp", "server_label": "demo"}`` on the random gpt-oss, with a
     live MCP server: every trial lists the server's tools and its first step calls one of

@@ -5,10 +5,8 @@ answer in the same response; approvals, the policy, credentials, replay and canc
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
-import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -23,16 +21,6 @@ from openchatml import Message
 from openchatml.core.encoding import load_encoding
 from openchatml.responses.mcp_calls import DENIED
 from openchatml.server.settings import McpSettings, ServiceSettings
-
-_spec = importlib.util.spec_from_file_location(
-    "mcp_fixtures", Path(__file__).parents[1] / "tools" / "mcp" / "conftest.py"
-)
-assert _spec is not None and _spec.loader is not None
-fixtures = importlib.util.module_from_spec(_spec)
-sys.modules["mcp_fixtures"] = fixtures
-_spec.loader.exec_module(fixtures)
-mcp_server = fixtures.mcp_server
-RunningServer = fixtures.RunningServer
 
 ENCODING = load_encoding()
 

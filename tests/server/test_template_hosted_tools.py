@@ -7,7 +7,6 @@ searches a web search API (a fake one on loopback, its key from the settings).""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 import threading
@@ -33,15 +32,6 @@ sys.path.insert(0, str(Path(__file__).parents[1] / "tools" / "python"))
 from bwrap_setup import ensure_bwrap
 
 from openchatml.tools.python import Sandbox, SandboxUnavailableError
-
-_spec = importlib.util.spec_from_file_location(
-    "mcp_fixtures", Path(__file__).parents[1] / "tools" / "mcp" / "conftest.py"
-)
-assert _spec is not None and _spec.loader is not None
-fixtures = importlib.util.module_from_spec(_spec)
-sys.modules["mcp_fixtures"] = fixtures
-_spec.loader.exec_module(fixtures)
-mcp_server = fixtures.mcp_server
 
 TEMPLATE = Path(__file__).parents[1] / "templates" / "data" / "templates" / "Qwen-Qwen3-0.6B.jinja"
 API_KEY = "sk-search-test"
