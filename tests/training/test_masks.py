@@ -40,10 +40,13 @@ WEATHER = Conversation.from_messages(
 
 def expected_mask(ids: list[int]) -> list[int]:
     """The mask read back from the ids alone: split at ``<|start|>``, read each message's
-    author and channel, and learn an assistant message after ``<|start|>assistant``."""
+    author and channel, and learn an assistant message after ``<|start|>assistant`` — and
+    the ``<|start|>assistant`` too where it follows an assistant message that ended in
+    ``<|end|>`` (the model goes on writing there; a prompt writes it after anyone else)."""
     starts = [i for i, token in enumerate(ids) if token == START_ID]
     assert starts and starts[0] == 0
     mask: list[int] = []
+    previous = ""
     for number, start in enumerate(starts):
         end = starts[number + 1] if number + 1 < len(starts) else len(ids)
         segment = ids[start:end]
@@ -52,9 +55,12 @@ def expected_mask(ids: list[int]) -> list[int]:
         author = ENCODING.decode(segment[1:header_end]).split(" ")[0].split(":")[0]
         if author != "assistant":
             mask += [0] * len(segment)
+            previous = author
             continue
         assert segment[: len(HEAD)] == HEAD
-        learned = [0] * len(HEAD) + [1] * (len(segment) - len(HEAD))
+        goes_on = previous == "assistant" and ids[start - 1] == END_ID and mask[-1] == 1
+        learned = [int(goes_on)] * len(HEAD) + [1] * (len(segment) - len(HEAD))
+        previous = author
         channel = ""
         if CHANNEL_ID in segment:
             at = segment.index(CHANNEL_ID) + 1
@@ -93,11 +99,21 @@ def test_placements_differ_only_in_the_header() -> None:
     assert " intent=preamble<|channel|>commentary" in ocm
 
 
-def test_start_assistant_and_the_earlier_answers_terminator_do_not_learn() -> None:
+def test_start_assistant_learns_only_after_the_models_own_end() -> None:
     sample = harmony_sample(WEATHER)
     ids, mask = list(sample.ids), list(sample.mask)
-    for at in (i for i, token in enumerate(ids) if token == START_ID):
-        assert mask[at : at + len(HEAD)] == [0] * len(HEAD)
+    opened = [at for at, token in enumerate(ids) if token == START_ID and ids[at : at + len(HEAD)] == HEAD]
+    by_model = [at for at in opened if ids[at - 1] == END_ID and mask[at - 1] == 1]
+    assert by_model  # the analysis before the call: the model opens the call itself
+    for at in opened:
+        assert mask[at : at + len(HEAD)] == [int(at in by_model)] * len(HEAD)
+    for at in (i for i, token in enumerate(ids) if token == START_ID and i not in opened):
+        assert mask[at] == 0
+
+
+def test_the_earlier_answers_terminator_does_not_learn() -> None:
+    sample = harmony_sample(WEATHER)
+    ids, mask = list(sample.ids), list(sample.mask)
     hello_end = ENCODING.encode_ordinary("Hello!")
     at = next(i for i in range(len(ids)) if ids[i : i + len(hello_end)] == hello_end) + len(hello_end)
     assert ids[at] == END_ID and mask[at] == 0 and mask[at - 1] == 1

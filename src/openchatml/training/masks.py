@@ -7,7 +7,10 @@ renderer's own per-message tokens: of an assistant message, everything the model
 after the prompt ``<|start|>assistant`` learns — the rest of the header (name, ``to=``,
 channel, ``<|constrain|>``), the body and the terminator (``<|return|>`` for the trained
 final answer, ``<|call|>`` for a tool call, ``<|end|>`` for other messages). System,
-developer, user and tool messages never learn, nor does ``<|start|>assistant`` itself.
+developer, user and tool messages never learn. ``<|start|>assistant`` learns only where
+the model writes it: after its own message ended in ``<|end|>`` (sampling stops at
+``<|return|>`` and ``<|call|>`` only, so the model opens its next message itself); after
+anyone else's message the prompt writes it.
 
 An earlier ``final`` answer is rendered as history ends it, in ``<|end|>``, a token the
 model never writes after a final answer; that one token does not learn.
@@ -92,19 +95,22 @@ def harmony_sample(
     ids: list[int] = []
     mask: list[int] = []
     last = len(messages) - 1
+    goes_on = False  # the previous message was the model's, ended by <|end|> it wrote
     for index, message in enumerate(messages):
         tokens = renderer.message_tokens(message, has_function_tools=has_tools)
         if message.author.role is not Role.ASSISTANT:
             ids += tokens
             mask += [0] * len(tokens)
+            goes_on = False
             continue
         if tokens[: len(prompt_head)] != prompt_head:
             raise ValueError("an assistant header does not start with the prompt's <|start|>assistant")
-        learned = [0] * len(prompt_head) + [1] * (len(tokens) - len(prompt_head))
+        learned = [int(goes_on)] * len(prompt_head) + [1] * (len(tokens) - len(prompt_head))
         if message.channel == "final" and index == last:
             tokens[-1] = RETURN_ID
         elif message.channel == "final" and tokens[-1] == END_ID:
             learned[-1] = 0
         ids += tokens
         mask += learned
+        goes_on = tokens[-1] == END_ID and learned[-1] == 1
     return MaskedSample(tuple(ids), tuple(mask))
