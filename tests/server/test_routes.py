@@ -23,6 +23,8 @@ VERSIONED_ONLY = {"/v1/models/{model_id:path}"}
 ROOT_ONLY = {"/health", "/metrics"}
 """The routes at the root only."""
 DOCS = {"/openapi.json", "/docs", "/docs/oauth2-redirect"}
+PLAYGROUND = {"/", "/playground/{name}"}
+"""The playground's page and files (hidden from the document: tests/server/test_playground.py)."""
 
 
 @pytest.fixture
@@ -43,7 +45,7 @@ def http_routes(app: FastAPI) -> set[tuple[str, str]]:
         for route in app.routes
         if isinstance(route, APIRoute)
         for method in route.methods
-        if route.path not in DOCS
+        if route.path not in DOCS | PLAYGROUND
     }
 
 

@@ -26,6 +26,7 @@ from .admission import Admission
 from .app import create_app
 from .auth import KeyChecker
 from .config import ConfigError, ServerConfig, open_engine, open_store, sealing_key
+from .envelopes import EnvelopeLog
 from .limits import Limits
 from .service import ResponseService
 from .settings import BrowserSettings, PythonSettings, ServiceSettings
@@ -75,7 +76,10 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
             mcp=config.mcp,
         ),
         admission=Admission(config.running_limit(), config.max_queued, config.max_per_key),
+        envelopes=EnvelopeLog() if config.records_envelopes else None,
     )
+    if config.records_envelopes:
+        say("envelope: on, each response's token ids kept in memory (GET /v1/responses/{id}/envelope)")
 
     async def shutdown() -> None:
         await engine.aclose()
@@ -92,6 +96,7 @@ async def build(config: ServerConfig, *, say: Callable[[str], None] = lambda lin
         ),
         on_shutdown=shutdown,
         cors_origins=config.cors_origins,
+        playground=config.playground,
     )
 
 
@@ -168,6 +173,8 @@ def serve(config: ServerConfig) -> int:
             f"openchatml serving {info.id} ({where}) on http://{host}:{port}/v1/responses"
             f" — store: {store if store is not None else 'none'}{keys}"
         )
+        if config.playground:
+            line += f"\nplayground: open http://{host}:{port}/ in a browser"
         options = app.state.limits.uvicorn_options()
         level = uvicorn_level(config.log_level)
         server = AnnouncingServer(

@@ -5,7 +5,8 @@ Routes (each but ``/health``, ``/metrics`` and ``GET /v1/models/{id}`` also with
 WebSocket mode, ``POST /v1/responses/compact``, ``POST /v1/responses/input_tokens``,
 ``GET|DELETE /v1/responses/{id}`` (``?stream=true`` replays),
 ``POST /v1/responses/{id}/cancel``, ``GET /v1/responses/{id}/input_items``,
-``GET /v1/models``, ``GET /health`` and ``GET /metrics`` (see :mod:`.routes`).
+``GET /v1/models``, ``GET /health`` and ``GET /metrics`` (see :mod:`.routes`); where
+enabled, ``GET /v1/responses/{id}/envelope`` and the playground at ``/``.
 
 Errors are ``{"error": {message, type, param, code}}`` with the status of their type
 (:mod:`.errors`); nothing unexpected escapes as anything but a JSON 500
@@ -41,7 +42,18 @@ from .cors import add_cors
 from .errors import answer_api_error, answer_http_error
 from .limits import Limits
 from .middleware import AnswerCounter, RequestBounds
-from .routes import add_routes, chat, conversations, docs, health, models, responses, websocket
+from .routes import (
+    add_routes,
+    chat,
+    conversations,
+    docs,
+    envelope,
+    health,
+    models,
+    responses,
+    websocket,
+)
+from .routes import playground as playground_routes
 from .service import ResponseService
 
 
@@ -75,9 +87,12 @@ def create_app(
     limits: Limits | None = None,
     on_shutdown: Callable[[], Awaitable[None]] | None = None,
     cors_origins: Sequence[str] = (),
+    playground: bool = True,
 ) -> FastAPI:
     """The app serving ``service``; ``on_shutdown`` runs when the server stops;
-    ``cors_origins``: the origins browsers may call it from (:mod:`.cors`)."""
+    ``cors_origins``: the origins browsers may call it from (:mod:`.cors`); ``playground``:
+    whether ``/`` serves the playground page (:mod:`.routes.playground`). The envelope
+    route is there where ``service`` records envelopes (:mod:`.routes.envelope`)."""
     limits = limits or Limits()
     app = ResponsesApp(title="openchatml", lifespan=lifespan, docs_url=None, redoc_url=None)
     app.state.service = service
@@ -98,6 +113,11 @@ def create_app(
         add_routes(app, router, prefix="/v1")
         add_routes(app, router, in_schema=False)  # the same routes without the prefix
     add_routes(app, models.versioned_router, prefix="/v1")
+    if service.envelopes is not None:
+        add_routes(app, envelope.router, prefix="/v1")
+        add_routes(app, envelope.router, in_schema=False)
+    if playground:
+        add_routes(app, playground_routes.router)
     add_routes(app, health.router)
     add_routes(app, docs.router)
     app.mount(docs.ASSETS_PATH, docs.assets(), name="docs-assets")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import ipaddress
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -92,10 +93,29 @@ class ServerConfig:
     """The hosted browser (web search), or ``None``: off."""
     mcp: McpSettings | None = None
     """Remote MCP servers (the ``mcp`` tool), or ``None``: off."""
+    playground: bool = True
+    """Whether ``/`` serves the playground page."""
+    envelope: bool | None = None
+    """Whether each response's token ids are kept for ``GET /v1/responses/{id}/envelope``
+    (they show the system prompt and the hidden reasoning); ``None``: where the server
+    listens on a loopback address only (:attr:`records_envelopes`)."""
 
     def __post_init__(self) -> None:
         if self.log_level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {self.log_level!r}: expected one of {', '.join(LOG_LEVELS)}")
+
+    @property
+    def records_envelopes(self) -> bool:
+        """Whether envelopes are recorded: ``envelope`` when set, else whether ``host`` is a
+        loopback address (``localhost`` included)."""
+        if self.envelope is not None:
+            return self.envelope
+        if self.host == "localhost":
+            return True
+        try:
+            return ipaddress.ip_address(self.host).is_loopback
+        except ValueError:
+            return False
 
     @property
     def engine_name(self) -> str:
@@ -157,7 +177,7 @@ async def open_engine(config: ServerConfig, say: Callable[[str], None] = lambda 
 
 
 _OFFLINE_HINT: Final = (
-    "Pass --model tiny-random for an offline smoke test, --model PATH for a local model folder, "
+    "Pass --model tiny for an offline demo model, --model PATH for a local model folder, "
     "or --upstream URL to serve through a vLLM or llama.cpp server."
 )
 

@@ -40,6 +40,7 @@ from ..responses.wire.resource import ErrorPayload
 from ..tools.router import CallBudget, ToolRouter
 from .admission import Admission, Ticket
 from .conversations import ConversationService, ConversationTurn
+from .envelopes import record_response
 from .hosted import HostedSession, HostedTools
 from .mcp_sessions import failed_events
 from .metrics import Metrics
@@ -229,6 +230,7 @@ class ResponseRunner:
         back when the engine is done, whatever the end); with ``created`` (the store's first
         write, still under way) every later write waits for it, and is skipped if it failed;
         with ``turn``, the conversation gets the response's items before its last event."""
+        record_response(run.response_id, run.owner)  # the engine's calls from this task are the response's
         started = time.perf_counter()
         first_token: float | None = None
         running = False

@@ -31,6 +31,7 @@ from ..tools.python import KernelPool, Sandbox
 from .admission import Admission
 from .conversations import ConversationService
 from .coordination import Coordinator
+from .envelopes import EnvelopeLog, RecordingEngine
 from .hosted import HostedTools, backend_of
 from .metrics import Metrics
 from .notices import Notices
@@ -76,8 +77,11 @@ class ResponseService:
         metrics: Metrics | None = None,
         dialect: Dialect | None = None,
         admission: Admission | None = None,
+        envelopes: EnvelopeLog | None = None,
     ) -> None:
         self.engine = engine
+        self.envelopes = envelopes
+        """The token ids of the responses run here, where they are recorded (the playground's envelope)."""
         self.admission = admission or Admission()
         self.dialect: Dialect = dialect or HarmonyDialect()
         self.store = store
@@ -93,7 +97,7 @@ class ResponseService:
         self.kernels = _kernel_pool(self.settings.python)
         self.hosted = HostedTools(self.settings, self.dialect, kernels=self.kernels)
         self.runner = ResponseRunner(
-            engine,
+            engine if envelopes is None else RecordingEngine(engine, envelopes),
             hosted=self.hosted,
             dialect=self.dialect,
             sealer=sealer,

@@ -4,7 +4,9 @@ Each endpoint is a module-level function on an :class:`~fastapi.APIRouter`:
 :mod:`.responses`, :mod:`.chat`, :mod:`.conversations`, :mod:`.websocket` and
 :mod:`.models` (their routes answer under ``/v1`` and, hidden from the OpenAPI document, at
 the root), :mod:`.health` (at the root),
-:mod:`.docs` (``/docs``, hidden from the document it shows).
+:mod:`.docs` (``/docs``, hidden from the document it shows), :mod:`.envelope` (a
+response's token ids, under ``/v1`` and at the root, where envelopes are recorded) and
+:mod:`.playground` (``/`` and its files).
 """
 
 from __future__ import annotations
@@ -12,9 +14,20 @@ from __future__ import annotations
 from fastapi import APIRouter, FastAPI
 from fastapi.routing import APIRoute, APIWebSocketRoute
 
-from . import chat, conversations, docs, health, models, responses, websocket
+from . import chat, conversations, docs, envelope, health, models, playground, responses, websocket
 
-__all__ = ["add_routes", "chat", "conversations", "docs", "health", "models", "responses", "websocket"]
+__all__ = [
+    "add_routes",
+    "chat",
+    "conversations",
+    "docs",
+    "envelope",
+    "health",
+    "models",
+    "playground",
+    "responses",
+    "websocket",
+]
 
 
 def add_routes(app: FastAPI, router: APIRouter, *, prefix: str = "", in_schema: bool = True) -> None:
