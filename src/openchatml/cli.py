@@ -571,9 +571,11 @@ __all__ = ["main"]
 def _add_commands() -> None:
     from .serve_cli import serve
     from .template_cli import template
+    from .training_cli import training
 
     main.add_command(serve)
     main.add_command(template)
+    main.add_command(training)
 
 
 _add_commands()
