@@ -22,7 +22,7 @@ ALLOWED = {
     "engines": {"core", "templates"},
     "tools": {"core"},
     "training": {"core", "templates"},
-    "demo_models": {"core", "templates", "engines"},
+    "demo_models": {"core", "templates", "engines", "training"},
     "responses": {"core", "templates", "engines", "tools"},
     "chat": {"core", "templates", "engines", "tools", "responses"},
     "server": {"core", "templates", "engines", "tools", "demo_models", "responses", "chat"},

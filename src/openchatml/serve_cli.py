@@ -19,7 +19,8 @@ from .responses.limits import DEFAULT_LIMITS, DEFAULT_MAX_OUTPUT_TOKENS
     default=None,
     metavar="NAME|PATH",
     help="Model to serve: a hub id, a local folder, or a demo model built offline in seconds: "
-    "'tiny-random' (alias 'tiny': a random-weight gpt-oss speaking Harmony), 'tiny-chat-qwen3' or "
+    "'tiny' (a tiny gpt-oss trained to speak Harmony: greets, calls a get_weather tool), "
+    "'tiny-random' (the same shape with random weights), 'tiny-chat-qwen3' or "
     "'tiny-chat-llama' (random-weight models of those families with their chat template). "
     "Default: openai/gpt-oss-20b.",
 )
@@ -138,6 +139,18 @@ from .responses.limits import DEFAULT_LIMITS, DEFAULT_MAX_OUTPUT_TOKENS
     metavar="ORIGIN",
     help="Let browser pages from ORIGIN (https://app.example:8080, or * for any) call the API "
     "(repeatable; default: none).",
+)
+@click.option(
+    "--playground/--no-playground",
+    default=True,
+    show_default=True,
+    help="Serve the playground page at / (a chat with the model, its channels and raw tokens).",
+)
+@click.option(
+    "--envelope/--no-envelope",
+    default=None,
+    help="Keep each response's token ids in memory for GET /v1/responses/{id}/envelope (they show "
+    "the system prompt and hidden reasoning). Default: on only where --host is a loopback address.",
 )
 @click.option(
     "--python/--no-python",
@@ -265,6 +278,8 @@ def serve(
     wire: str,
     default_max_output_tokens: int,
     cors_origins: tuple[str, ...],
+    playground: bool,
+    envelope: bool | None,
     python: bool | None,
     python_unsafe: bool,
     python_timeout: float,
@@ -310,7 +325,7 @@ def serve(
     env_keys = tuple(k.strip() for k in os.environ.get("OPENCHATML_API_KEYS", "").split(",") if k.strip())
     if model is None and not upstream:
         click.echo(
-            f"no --model given: serving {DEFAULT_MODEL} (--model tiny-random: a small demo model, offline)",
+            f"no --model given: serving {DEFAULT_MODEL} (--model tiny: a small trained demo model, offline)",
             err=True,
         )
     config = ServerConfig(
@@ -341,6 +356,8 @@ def serve(
         wire=wire,
         default_max_output_tokens=default_max_output_tokens or None,
         cors_origins=cors_origins,
+        playground=playground,
+        envelope=envelope,
         log_level=log_level,
         python=True if python_unsafe and python is None else python,
         python_settings=PythonSettings(

@@ -4,7 +4,7 @@ defaults: the Responses API over HTTP (``OpenAIResponsesModel``) on a client mad
 
 A scripted engine says what the model answers: it calls the agent's tool, then answers
 from the tool's output; every request the SDK sends is recorded, so each test checks what
-the SDK ran and returned and what it sent. One test runs ``openchatml serve --model tiny``
+the SDK ran and returned and what it sent. One test runs ``openchatml serve --model tiny-random``
 as a user starts it, where only the protocol is checked.
 """
 
@@ -349,11 +349,11 @@ def test_conversation_on_the_server(served: RecordedServer, memory: str) -> None
 
 @pytest.fixture(scope="module")
 def tiny_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliServer]:
-    """``openchatml serve --model tiny`` (the random-weight gpt-oss)."""
+    """``openchatml serve --model tiny-random`` (the random-weight gpt-oss)."""
     if codex_harness.MODE == "0":
         pytest.skip("client-program tests are off (OPENCHATML_TEST_CLIENTS=0)")
     home = tmp_path_factory.mktemp("serve-tiny-agents")
-    server = CliServer(["--model", "tiny", "--device", "cpu"], home, timeout=600)
+    server = CliServer(["--model", "tiny-random", "--device", "cpu"], home, timeout=600)
     yield server
     server.stop()
 

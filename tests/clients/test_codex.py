@@ -4,7 +4,7 @@ command the model asks Codex to run in its read-only sandbox.
 Codex is pointed at the server by a ``config.toml`` (``codex_harness.codex_config``); a
 scripted engine says exactly what the model answers, and every request Codex sends is
 recorded, so each test checks both what Codex printed and what it sent. One test runs
-``openchatml serve --model tiny`` as a user starts it, where only the protocol is
+``openchatml serve --model tiny-random`` as a user starts it, where only the protocol is
 checked (the random-weight model says nothing meaningful).
 """
 
@@ -174,9 +174,9 @@ def test_a_command_runs_in_the_sandbox(
 
 @pytest.fixture(scope="module")
 def tiny_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CliServer]:
-    """``openchatml serve --model tiny`` (the random-weight gpt-oss)."""
+    """``openchatml serve --model tiny-random`` (the random-weight gpt-oss)."""
     home = tmp_path_factory.mktemp("serve-tiny")
-    server = CliServer(["--model", "tiny", "--device", "cpu"], home, timeout=600)
+    server = CliServer(["--model", "tiny-random", "--device", "cpu"], home, timeout=600)
     yield server
     server.stop()
 

@@ -73,7 +73,7 @@ _TEXT_SPREAD: Final = 3.0
 _STAMP: Final = "openchatml-tiny.json"
 _INSTALL_HINT: Final = "the tiny model needs torch and transformers: pip install 'openchatml[transformers]'"
 
-_ROPE_SCALING: Final[dict[str, Any]] = {
+ROPE_SCALING: Final[dict[str, Any]] = {
     "rope_type": "yarn",
     "factor": 32.0,
     "beta_fast": 32.0,
@@ -81,7 +81,7 @@ _ROPE_SCALING: Final[dict[str, Any]] = {
     "truncate": False,
     "original_max_position_embeddings": CONTEXT_LENGTH // 32,
 }
-_ROPE_THETA: Final = 150000.0
+ROPE_THETA: Final = 150000.0
 
 
 def tiny_model_dir(home: Path | None = None, *, seed: int = 0) -> Path:
@@ -137,7 +137,7 @@ def build_tiny_model(folder: Path, *, seed: int = 0) -> None:
         num_experts_per_tok=2,
         sliding_window=128,
         max_position_embeddings=CONTEXT_LENGTH,
-        rope_parameters={**_ROPE_SCALING, "rope_theta": _ROPE_THETA},
+        rope_parameters={**ROPE_SCALING, "rope_theta": ROPE_THETA},
         bos_token_id=STARTOFTEXT_ID,
         eos_token_id=RETURN_ID,
         pad_token_id=ENDOFTEXT_ID,
@@ -159,8 +159,8 @@ def build_tiny_model(folder: Path, *, seed: int = 0) -> None:
     finally:
         if bars:
             hf.utils.logging.enable_progress_bar()
-    _write_legacy_rope(folder / "config.json")
-    _write_tokenizer(folder)
+    write_legacy_rope(folder / "config.json")
+    write_tokenizer(folder)
     (folder / _STAMP).write_text(json.dumps({"recipe": _RECIPE, "seed": seed}) + "\n")
     folder.chmod(0o755)
 
@@ -194,16 +194,16 @@ def _shape_weights(embed: Any, unembed: Any) -> None:
         unembed[target, text_dim] = logit / text_on
 
 
-def _write_legacy_rope(path: Path) -> None:
+def write_legacy_rope(path: Path) -> None:
     """Spell RoPE as the released gpt-oss config does, which every reader understands."""
     config = json.loads(path.read_text())
     config.pop("rope_parameters", None)
-    config["rope_scaling"] = dict(_ROPE_SCALING)
-    config["rope_theta"] = _ROPE_THETA
+    config["rope_scaling"] = dict(ROPE_SCALING)
+    config["rope_theta"] = ROPE_THETA
     path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
-def _write_tokenizer(folder: Path) -> None:
+def write_tokenizer(folder: Path) -> None:
     from transformers.convert_slow_tokenizer import TikTokenConverter
 
     ranks: dict[bytes, int] = {}
