@@ -4,7 +4,7 @@ the in-process engine (and over vLLM with ``--vllm``), and the time of each toke
 Usage: ``.venv/bin/python bench/bench_enforcement.py [--tokens 256] [--rounds 5]
 [--vllm [--streams 1,16]] [--markdown]``
 
-In process: the tiny random gpt-oss (``--model tiny``'s) samples ``--tokens`` tokens greedily
+In process: the tiny random gpt-oss (``--model tiny-random``'s) samples ``--tokens`` tokens greedily
 after one prompt — free, then under the grammar of a request offering two tools with
 ``tool_choice: auto`` (the common case: the grammar holds every token, the answer stays
 free), then under a JSON Schema answer. Rounds alternate; the table shows the median

@@ -4,7 +4,7 @@ vLLM's own /v1/responses and vLLM's raw /v1/completions, in one run.
 Usage: ``.venv/bin/python bench/bench_server.py [--streams 1,16] [--tokens 256]
 [--rounds 5] [--vllm-url URL] [--markdown]``
 
-One vLLM (CPU) serves the tiny gpt-oss (``--model tiny``'s model; installed into its own
+One vLLM (CPU) serves the tiny gpt-oss (``--model tiny-random``'s model; installed into its own
 venv and started here unless ``--vllm-url`` names a running one), and ``openchatml serve
 --upstream`` runs in front of it. Every request streams ``--tokens`` output tokens:
 decoding is greedy and the tiny model never ends a greedy turn, so all contenders sample

@@ -1,4 +1,4 @@
-"""The demo models by name: tiny-random (alias tiny) and tiny-chat-<family> with the shipped templates."""
+"""The demo models by name: tiny (trained), tiny-random and tiny-chat-<family> with the shipped templates."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from openchatml.templates.environment import ChatTemplate
 transformers = pytest.importorskip("transformers", reason="the demo models need transformers")
 
 
-def test_names_cover_every_family_and_the_alias() -> None:
+def test_names_cover_the_trained_the_random_and_every_family() -> None:
     names = demo_model_names()
-    assert names[0] == "tiny-random" and names[-1] == "tiny"
+    assert names[:2] == ("tiny", "tiny-random")
     assert {f"tiny-chat-{family}" for family in FAMILIES} <= set(names)
     assert all(is_demo_model(name) for name in names)
     for other in ("tiny-chat", "tiny-chat-", "tiny-chat-mistral", "Qwen/Qwen3-8B", "./tiny", "TINY"):
@@ -66,6 +66,11 @@ def test_tiny_chat_family_builds_around_its_template(
     assert ensure_demo_model(f"tiny-chat-{family}", home) == folder  # cached: the same folder
 
 
-def test_tiny_and_tiny_random_are_one_model(tmp_path: Path) -> None:
-    assert ensure_demo_model("tiny", tmp_path) == ensure_demo_model("tiny-random", tmp_path)
+def test_tiny_is_the_trained_model_and_tiny_random_the_random_one(tmp_path: Path) -> None:
+    from openchatml.demo_models.tiny_random import tiny_model_dir
+    from openchatml.demo_models.tiny_trained import trained_model_dir
+
+    assert ensure_demo_model("tiny", tmp_path) == trained_model_dir(tmp_path)
+    assert ensure_demo_model("tiny-random", tmp_path) == tiny_model_dir(tmp_path)
     assert (tmp_path / "models" / "tiny-gpt-oss" / "config.json").is_file()
+    assert ensure_demo_model("tiny", tmp_path) != ensure_demo_model("tiny-random", tmp_path)

@@ -9,7 +9,6 @@ compliance suite ask)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -146,11 +145,3 @@ def test_the_call_is_a_function_call_item_streamed_and_not(serve: Any, tiny: Any
         _calls(done)[0].arguments
     )
 
-
-def test_the_trained_model_is_what_serve_model_tiny_loads(tmp_path: Path) -> None:
-    from openchatml.demo_models.catalog import ensure_demo_model
-    from openchatml.demo_models.tiny_random import tiny_model_dir
-    from openchatml.demo_models.tiny_trained import trained_model_dir
-
-    assert ensure_demo_model("tiny", tmp_path) == trained_model_dir(tmp_path)
-    assert ensure_demo_model("tiny-random", tmp_path) == tiny_model_dir(tmp_path)

@@ -10,7 +10,9 @@ which is exactly the softmax of a full model whose unused output rows all equal 
 input it is the embedding an unseen id reads. :func:`expand_state` turns the compact
 weights into the full model's, unused rows copied from the extra one — the same
 distribution over all 201,088 ids, where every unused id is as unlikely as training made
-it.
+it. The output layer is the embedding (tied), and a piece with a spaced twin trains as its
+twin's row plus one shared vector (:class:`SpacedPairs`), so that a name is the same name
+after a space and inside a JSON string.
 
 :func:`train` runs the recipe (seeded, on ``threads`` threads: the same recipe gives the
 same weights on the same machine) and returns a :class:`TrainedTiny`: compact weights,
