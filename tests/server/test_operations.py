@@ -209,7 +209,7 @@ def test_no_network_is_said_at_once_without_retries(tmp_path: Path) -> None:
     assert ended.returncode == 2, ended
     assert "no --model given: serving openai/gpt-oss-20b" in ended.stderr
     assert f"error: cannot reach the Hugging Face Hub at http://127.0.0.1:{closed}" in ended.stderr
-    assert "--model tiny-random" in ended.stderr
+    assert "Pass --model tiny for an offline demo model" in ended.stderr
     assert "Retrying" not in ended.stderr and "Traceback" not in ended.stderr
     offline = run_serve(["--port", str(free_port())], serve_env(tmp_path, HF_HUB_OFFLINE="1"), timeout=20)
     assert offline.returncode == 2, offline
