@@ -144,4 +144,3 @@ def test_the_call_is_a_function_call_item_streamed_and_not(serve: Any, tiny: Any
     assert "".join(e.delta for e in events if e.type == "response.function_call_arguments.delta") == (
         _calls(done)[0].arguments
     )
-
