@@ -38,6 +38,18 @@ from .responses.limits import DEFAULT_LIMITS, DEFAULT_MAX_OUTPUT_TOKENS
 )
 @click.option("--device", metavar="DEV", help="Device for the transformers engine (cpu, cuda, cuda:1 …).")
 @click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="In process: requests decoded together in one batch (default 16).",
+)
+@click.option(
+    "--batch-tokens",
+    type=click.IntRange(min=1),
+    metavar="N",
+    help="In process: the most KV-cache tokens the batch holds, padding included (default: no bound).",
+)
+@click.option(
     "--store",
     default="sqlite",
     show_default=True,
@@ -69,7 +81,7 @@ from .responses.limits import DEFAULT_LIMITS, DEFAULT_MAX_OUTPUT_TOKENS
     "--max-running",
     type=click.IntRange(min=0),
     metavar="N",
-    help="Responses generating at once (default: 1 in process, 16 with --upstream; 0: no limit).",
+    help="Responses generating at once (default: --batch-size in process, 16 with --upstream; 0: no limit).",
 )
 @click.option(
     "--max-queued",
@@ -260,6 +272,8 @@ def serve(
     tokenizer: str | None,
     served_model_name: str | None,
     device: str | None,
+    batch_size: int | None,
+    batch_tokens: int | None,
     store: str,
     data_dir: Path | None,
     host: str,
@@ -296,6 +310,7 @@ def serve(
     log_level: str,
 ) -> None:
     """Serve the Open Responses API (/v1/responses: JSON, SSE, WebSocket) over a model."""
+    from .engines.batching import DEFAULT_BATCH_SIZE
     from .server import ServerConfig
     from .server import serve as run_server
     from .server.config import DEFAULT_MODEL, default_home
@@ -303,6 +318,8 @@ def serve(
 
     if tokenizer and not upstream:
         raise click.UsageError("--tokenizer goes with --upstream (a local model brings its own tokenizer)")
+    if upstream and (batch_size is not None or batch_tokens is not None):
+        raise click.UsageError("--batch-size and --batch-tokens size the in-process engine, not --upstream")
     if browser_corpus is not None and browser_search_url:
         raise click.UsageError(
             "the browser searches a corpus (--browser-corpus) or an API (--browser-search-url), not both"
@@ -334,6 +351,8 @@ def serve(
         upstream_api_key=upstream_api_key,
         tokenizer=tokenizer,
         device=device,
+        batch_size=batch_size or DEFAULT_BATCH_SIZE,
+        batch_tokens=batch_tokens,
         store=store,
         home=data_dir or default_home(),
         host=host,

@@ -23,6 +23,7 @@ from typing import Final
 
 from ..demo_models.catalog import ensure_demo_model, is_demo_model
 from ..engines.base import Engine, EngineError
+from ..engines.batching import DEFAULT_BATCH_SIZE
 from ..responses.crypto import KEY_BYTES, new_key
 from ..responses.limits import DEFAULT_LIMITS, DEFAULT_MAX_OUTPUT_TOKENS, RequestLimits
 from .hub import HubError, locate
@@ -31,9 +32,6 @@ from .store.base import Store
 from .store.sqlite import SQLiteStore
 
 DEFAULT_MODEL: Final = "openai/gpt-oss-20b"
-RUNNING_IN_PROCESS: Final = 1
-"""Responses generating at once by default with the in-process engine (it generates one
-at a time: more would only wait on it, outside the queue's order)."""
 RUNNING_UPSTREAM: Final = 16
 """Responses generating at once by default over an upstream server."""
 KEY_ENV: Final = "OPENCHATML_SECRET_KEY"
@@ -58,6 +56,11 @@ class ServerConfig:
     """The model's tokenizer for ``upstream`` (a folder or hub id): with a non-Harmony chat
     template, prompts are rendered and answers read through it."""
     device: str | None = None
+    batch_size: int = DEFAULT_BATCH_SIZE
+    """Requests the in-process engine decodes together."""
+    batch_tokens: int | None = None
+    """The most cache columns (rows × longest row) the in-process batch holds; ``None``:
+    bounded by the batch size only."""
     store: str = "sqlite"
     home: Path = field(default_factory=default_home)
     host: str = "127.0.0.1"
@@ -124,10 +127,10 @@ class ServerConfig:
 
     def running_limit(self) -> int | None:
         """How many responses generate at once: ``max_running`` (``0``: no limit → ``None``),
-        or when unset :data:`RUNNING_UPSTREAM` over an upstream server and
-        :data:`RUNNING_IN_PROCESS` in process."""
+        or when unset :data:`RUNNING_UPSTREAM` over an upstream server and the batch size
+        in process (more would only wait on the engine, outside the queue's order)."""
         if self.max_running is None:
-            return RUNNING_UPSTREAM if self.upstream else RUNNING_IN_PROCESS
+            return RUNNING_UPSTREAM if self.upstream else self.batch_size
         return self.max_running or None
 
 
@@ -170,7 +173,13 @@ async def open_engine(config: ServerConfig, say: Callable[[str], None] = lambda 
         if model != config.model:  # a cached snapshot, whose folder is named by its commit
             name = name or config.model
     try:
-        return TransformersEngine.load(model, device=config.device, model_id=name)
+        return TransformersEngine.load(
+            model,
+            device=config.device,
+            model_id=name,
+            batch_size=config.batch_size,
+            batch_tokens=config.batch_tokens,
+        )
     except EngineError as exc:
         reason = str(exc).splitlines()[0].rstrip(".")
         raise ConfigError(f"{reason}. {_OFFLINE_HINT}") from None
