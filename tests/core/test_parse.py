@@ -30,6 +30,7 @@ from openchatml import (
     parse_tokens,
 )
 from openchatml.core.content import TextContent
+from openchatml.core.headers import MAX_HEADER
 from openchatml.core.tokens import START_ID
 from strategies import as_parsed, stray_transcripts
 from transcripts import SAMPLE_CONVERSATIONS, SMALL_TEXTS_LIMIT, known_good_texts, rendered_tokens, renderer
@@ -383,3 +384,32 @@ def test_stray_tokens_one_by_one_and_in_batches(text: str, data: st.DataObject) 
         whole = outcome(None, strict=strict, tokens=[tokens])
         assert outcome(None, strict=strict, tokens=tokens) == whole
         assert outcome(None, strict=strict, tokens=batches) == whole
+
+
+# --- token-sized chunks: plain text taken whole --------------------------------------------------
+
+PLAIN_TEXTS = [
+    # long bodies over several lines; a control token inside a body, kept as text
+    "<|start|>user<|message|>" + "line one\nline two " * 20 + "<|end|>"
+    "<|start|>assistant<|channel|>final<|message|>a\nb <|channel|> c\nd<|end|>",
+    # a header that outgrows MAX_HEADER, then a message after it
+    "<|start|>assistant" + " to\n" * (MAX_HEADER // 4 + 3) + "<|message|>x<|end|>"
+    "<|start|>user<|message|>y\nz<|end|>",
+    # a header just inside MAX_HEADER
+    "<|start|>user" + " " * (MAX_HEADER - len("user")) + "<|message|>ok<|end|>",
+]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.sampled_from(PLAIN_TEXTS), st.lists(st.integers(1, 6), min_size=1, max_size=6), st.booleans())
+def test_token_sized_chunks_give_what_the_whole_gives(text: str, sizes: list[int], strict: bool) -> None:
+    """Text cut into chunks of 1 to 6 characters, as a tokenizer cuts it: chunks of body or
+    header text with no ``<`` (taken whole) and chunks around control tokens give the
+    messages, events and repairs, with their positions, of the whole text."""
+    chunks: list[str] = []
+    at = 0
+    while at < len(text):
+        size = sizes[len(chunks) % len(sizes)]
+        chunks.append(text[at : at + size])
+        at += size
+    assert outcome(chunks, strict=strict) == outcome([text], strict=strict)

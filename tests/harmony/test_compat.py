@@ -983,6 +983,34 @@ def test_multibyte_characters_split_over_tokens(oracle: Any, ours: C.HarmonyEnco
     assert assert_same_parse(oracle, ours, _body(ours, ids), None)[0]["content"][0]["text"] == text
 
 
+_RARE_WORDS = ["𓀀", "𓂀", "ꙮ", "🜁", "𝌆", "é̃", "ǅ", "🏳️‍🌈", "東京", "☀️", " hello", " world", "é", "\n"]
+SPLIT_UTF8_IDS = sorted(
+    {t for t in load_encoding().encode("".join(_RARE_WORDS)) if load_encoding().token_str[t] is None}
+)
+"""Ids whose bytes are a piece of a UTF-8 sequence."""
+
+
+@given(words=st.lists(st.sampled_from(_RARE_WORDS), max_size=20))
+def test_bodies_of_whole_and_split_utf8_stream_as_the_reference(
+    oracle: Any, ours: C.HarmonyEncoding, words: list[str]
+) -> None:
+    """Ids that are text on their own (taken as they are) between ids that begin or go on
+    a UTF-8 sequence: what a streaming client reads agrees with openai-harmony after every
+    id."""
+    assert SPLIT_UTF8_IDS
+    assert_same_stream(oracle, ours, _body(ours, ours.encode("".join(words))), None)
+
+
+@given(ids=st.lists(st.sampled_from([*SPLIT_UTF8_IDS, 9552, *load_encoding().encode(" ok é")]), max_size=30))
+def test_bodies_with_invalid_utf8_stream_as_the_reference(
+    oracle: Any, ours: C.HarmonyEncoding, ids: list[int]
+) -> None:
+    """Ids in any order, pieces of UTF-8 sequences that may not go together and ids that
+    are no UTF-8 (9552): the messages of openai-harmony, and deltas that add up to the
+    content."""
+    assert_same_final_text(oracle, ours, _body(ours, ids))
+
+
 # --- reference-suite cases of malformed input --------------------------------------------
 
 MISSING_MESSAGE_TOKEN = {

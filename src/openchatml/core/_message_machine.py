@@ -30,13 +30,13 @@ from .errors import (
     UnexpectedTokenError,
 )
 from .events import (
-    ContentDelta,
     Event,
     Header,
     MessageDone,
     MessageStarted,
     Repaired,
     RepairKind,
+    content_delta,
 )
 from .headers import CHANNEL_MARK, MAX_HEADER, UNKNOWN_TOOL, HeaderNotes, parse_header
 from .messages import Author, Message, Role
@@ -110,7 +110,7 @@ class MessageMachine:
     def _flush_delta(self) -> None:
         header = self._header
         self._events.append(
-            ContentDelta(len(self.messages), header.channel if header else None, "".join(self._delta))
+            content_delta(len(self.messages), header.channel if header else None, "".join(self._delta))
         )
         self._delta = []
 

@@ -27,6 +27,7 @@ _TERMINATORS: Final = frozenset({ControlToken.END, ControlToken.RETURN, ControlT
 _PREFIXES: Final = frozenset(
     t[:n] for tok in ControlToken for t in (tok.value, "<" + tok.value) for n in range(1, len(t))
 )
+_TOKEN_OF_TEXT: Final[dict[str, ControlToken]] = {token.value: token for token in ControlToken}
 _ENDLITERAL: Final = ControlToken.ENDLITERAL.value
 _ENDLITERAL_PREFIXES: Final = tuple(_ENDLITERAL[:n] for n in range(len(_ENDLITERAL) - 1, 0, -1))
 
@@ -61,10 +62,26 @@ class TextScanner(MessageMachine):
     def feed_text(self, chunk: str) -> list[Event]:
         """Feed a chunk of text, split anywhere; returns the events it caused."""
         self._text_fed = True
-        if chunk:
+        if chunk and not self._take_plain(chunk):
             self._buf += chunk
             self._scan(final=False)
         return self.events()
+
+    def _take_plain(self, chunk: str) -> bool:
+        """The hot path: ``chunk``, with nothing held before it and no ``<`` in it, taken
+        whole into the body or the header being read; whether it was."""
+        if self._buf or "<" in chunk:
+            return False
+        state = self._state
+        if state is CONTENT:
+            self._body_text(chunk)
+        elif state is HEADER and self._header_len + len(chunk) <= MAX_HEADER:
+            self._header_text.append(chunk)
+            self._header_len += len(chunk)
+        else:
+            return False
+        self._advance(chunk)
+        return True
 
     def _cpos(self, index: int) -> Position:
         """The position of ``self._buf[index]``."""
@@ -75,13 +92,16 @@ class TextScanner(MessageMachine):
         return Position(offset, self._lines + nl + 1, offset - line_start + 1, "char")
 
     def _consume(self, upto: int) -> None:
-        consumed = self._buf[:upto]
+        self._advance(self._buf[:upto])
+        self._buf = self._buf[upto:]
+
+    def _advance(self, consumed: str) -> None:
+        """Count ``consumed``, the text just read, into the position."""
         nl = consumed.count("\n")
         if nl:
             self._lines += nl
             self._line_start = self._offset + consumed.rfind("\n") + 1
-        self._offset += upto
-        self._buf = self._buf[upto:]
+        self._offset += len(consumed)
 
     def _scan(self, *, final: bool) -> None:
         buf = self._buf
@@ -125,7 +145,7 @@ class TextScanner(MessageMachine):
                 self._body_text("<")
                 pos = i + 1
                 continue
-            token = ControlToken(m.group())
+            token = _TOKEN_OF_TEXT[m.group()]
             end = m.end()
             if token in _TERMINATORS:
                 self._finish(token, self._cpos(i))
@@ -194,7 +214,7 @@ class TextScanner(MessageMachine):
                     else:
                         self._outside_text(pos, cut)
                 return cut if cut == len(buf) else -cut - 1
-            token = ControlToken(m.group())
+            token = _TOKEN_OF_TEXT[m.group()]
             if in_header and token in (ControlToken.CHANNEL, ControlToken.CONSTRAIN):
                 taken = self._header_chars(pos, m.end())
                 if taken < m.end():

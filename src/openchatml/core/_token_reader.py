@@ -32,6 +32,7 @@ from .tokens import (
     special_token_text,
 )
 
+_UTF8_DECODER: Final = codecs.getincrementaldecoder("utf-8")
 _TERMINATOR_OF_ID: Final = {
     END_ID: ControlToken.END,
     RETURN_ID: ControlToken.RETURN,
@@ -255,7 +256,7 @@ class TokenReader(MessageMachine):
 
     def _body_bytes(self, data: bytes) -> None:
         if self._utf8 is None:
-            self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
+            self._utf8 = _UTF8_DECODER("replace")
         text = self._utf8.decode(data)
         if not self._utf8.getstate()[0]:
             self._utf8 = None

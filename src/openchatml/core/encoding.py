@@ -128,6 +128,8 @@ class Encoding:
                 strs.append(None)
         self.token_str: Final[Sequence[str | None]] = strs
         """Text of every id that is valid UTF-8 on its own, else ``None``."""
+        self.ordinary_str: Final[Sequence[str | None]] = strs[:FIRST_SPECIAL_ID]
+        """:attr:`token_str` of the ordinary ids only: a special id is past its end."""
         self.encode_ordinary = self._tiktoken.encode_ordinary
         self.encode_ordinary_batch = self._tiktoken.encode_ordinary_batch
 

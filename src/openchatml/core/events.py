@@ -119,3 +119,17 @@ class Repaired:
 
 Event = DocumentHeader | MessageStarted | ContentDelta | MessageDone | Repaired
 """Anything :class:`~openchatml.core.parse.StreamParser` reports."""
+
+_new = object.__new__
+_set_delta_index = ContentDelta.__dict__["index"].__set__
+_set_delta_channel = ContentDelta.__dict__["channel"].__set__
+_set_delta_text = ContentDelta.__dict__["text"].__set__
+
+
+def content_delta(index: int, channel: str | None, text: str) -> ContentDelta:
+    """A :class:`ContentDelta` as the parser builds it: without ``__init__`` (a hot path)."""
+    delta: ContentDelta = _new(ContentDelta)
+    _set_delta_index(delta, index)
+    _set_delta_channel(delta, channel)
+    _set_delta_text(delta, text)
+    return delta

@@ -24,7 +24,7 @@ than :data:`~openchatml.core.headers.MAX_HEADER` ids raises
 
 from __future__ import annotations
 
-import codecs
+from codecs import utf_8_decode
 from collections.abc import Sequence
 from typing import Final
 
@@ -41,6 +41,7 @@ EXPECT_START: Final = "ExpectStart"
 HEADER: Final = "Header"
 CONTENT: Final = "Content"
 _MARKER_IDS: Final = frozenset({CHANNEL_ID, CONSTRAIN_ID})
+_NOT_IN_BODY: Final[Sequence[str | None]] = (None,) * FIRST_SPECIAL_ID
 
 
 class StrictParser:
@@ -53,13 +54,14 @@ class StrictParser:
 
     __slots__ = (
         "_body_at",
+        "_body_str",
         "_content",
         "_header_at",
         "_next_role",
+        "_ordinary_str",
+        "_pending",
         "_state",
         "_table",
-        "_token_str",
-        "_utf8",
         "current_header",
         "encoding",
         "last_content_delta",
@@ -82,9 +84,13 @@ class StrictParser:
         self._header_at = 0
         self._body_at = 0
         self._content: list[str] = []
-        self._utf8: codecs.IncrementalDecoder | None = None
+        self._pending = b""
+        """The bytes of a UTF-8 sequence in a body that the next ids go on."""
         self._table = encoding.token_bytes
-        self._token_str = encoding.token_str
+        self._ordinary_str = encoding.ordinary_str
+        self._body_str: Sequence[str | None] = _NOT_IN_BODY
+        """The text of each ordinary id while one is taken as is (in a body, no bytes
+        pending); :data:`_NOT_IN_BODY` otherwise."""
 
     # --- what a streaming client reads ---------------------------------------------
 
@@ -134,15 +140,14 @@ class StrictParser:
     def process(self, token: int) -> None:
         """Feed one id."""
         self.tokens.append(token)
-        if self._state == CONTENT and self._utf8 is None:
-            try:
-                text = self._token_str[token] if 0 <= token < FIRST_SPECIAL_ID else None
-            except TypeError:
-                text = None
-            if text is not None:
-                self._content.append(text)
-                self.last_content_delta = text
-                return
+        try:  # the hot path: an ordinary id in a body
+            text = self._body_str[token] if token >= 0 else None
+        except (TypeError, IndexError):  # not an int, a special id, or not in a body
+            text = None
+        if text is not None:
+            self._content.append(text)
+            self.last_content_delta = text
+            return
         if not isinstance(token, int) or not 0 <= token <= LAST_SPECIAL_ID:
             raise UnexpectedTokenError(f"token id {token!r} is outside o200k_harmony", position=self._where())
         if self._state == CONTENT:
@@ -175,7 +180,7 @@ class StrictParser:
         for mark in marks:
             if mark > start:
                 run = tokens[start:mark]
-                if self._state == CONTENT and self._utf8 is None:
+                if self._state == CONTENT and not self._pending:
                     try:
                         text = b"".join(map(table.__getitem__, run)).decode("utf-8")
                     except UnicodeDecodeError:
@@ -196,11 +201,10 @@ class StrictParser:
         if token in STOP_TOKENS:
             self._finish()
             return
-        if self._utf8 is None:
-            self._utf8 = codecs.getincrementaldecoder("utf-8")("replace")
-        text = self._utf8.decode(self._table[token])
-        if not self._utf8.getstate()[0]:
-            self._utf8 = None
+        data = self._pending + self._table[token]
+        text, used = utf_8_decode(data, "replace", False)
+        self._pending = data[used:]
+        self._body_str = _NOT_IN_BODY if self._pending else self._ordinary_str
         if text:
             self._content.append(text)
         self.last_content_delta = text or None
@@ -221,6 +225,7 @@ class StrictParser:
         )
         self._next_role = None
         self._state = CONTENT
+        self._body_str = self._ordinary_str
         self._body_at = len(self.tokens)
         self._content = []
 
@@ -247,9 +252,9 @@ class StrictParser:
 
     def _finish(self) -> None:
         """The body ends: its message joins :attr:`messages`."""
-        if self._utf8 is not None:
-            self._content.append(self._utf8.decode(b"", final=True))
-            self._utf8 = None
+        if self._pending:
+            self._content.append(utf_8_decode(self._pending, "replace", True)[0])
+            self._pending = b""
         header = self.current_header
         assert header is not None
         self.messages.append(
@@ -263,6 +268,7 @@ class StrictParser:
             )
         )
         self._state = EXPECT_START
+        self._body_str = _NOT_IN_BODY
         self.current_header = None
         self.last_content_delta = None
         self._content = []

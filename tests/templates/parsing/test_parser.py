@@ -540,6 +540,62 @@ def test_any_cutting_gives_the_same_message(data: st.DataObject) -> None:
     check_deltas(start, deltas, msg)
 
 
+PROSE = st.text(alphabet="ab A<>[]/\n{}\"'=:", max_size=120)
+"""Plain text full of the characters markers begin with."""
+
+TOKEN_SIZED: list[tuple[str, str, ParseOptions]] = [
+    (  # markers begin with "<"; a raw string value ends at "\n" or "<"
+        "qwen3.5",
+        "{prose}\n</think>\n\n{prose}<tool_call>\n<function=get_weather>\n<parameter=city>\n{prose}"
+        "\n</parameter>\n</function>\n</tool_call>",
+        ParseOptions(tools=TOOLS, prefix="<think>\n"),
+    ),
+    (  # a quoted JSON string streamed piece by piece
+        "hermes",
+        '{prose}<tool_call>\n{"name": "get_weather", "arguments": {"city": "{prose}"}}\n</tool_call>',
+        ParseOptions(tools=TOOLS),
+    ),
+    (  # markers begin with "<" or "["
+        "mistral-nemo",
+        '{prose}[TOOL_CALLS][{"name": "get_weather", "arguments": {"city": "{prose}"}, "id": "123456789"}]',
+        ParseOptions(tools=TOOLS),
+    ),
+    (  # markers begin with "<" or a word ("Action:")
+        "command-r-plus",
+        '{prose}Action:\n```json\n[{"tool_name": "get_weather", "parameters": {"city": "{prose}"}}]\n```',
+        ParseOptions(tools=TOOLS),
+    ),
+    (  # tagged values: raw strings up to "<"
+        "glm-4.6",
+        "{prose}<tool_call>get_weather\n<arg_key>city</arg_key>\n<arg_value>{prose}</arg_value>\n</tool_call>",
+        ParseOptions(tools=TOOLS),
+    ),
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data())
+def test_token_sized_pieces_give_the_same_message(data: st.DataObject) -> None:
+    """Output cut into pieces of 1 to 6 characters, as a tokenizer cuts it, gives the
+    message of the whole output and deltas that add up to it: pieces read on the hot path
+    (no character a marker begins with: one character checked with ``in``, several with a
+    regex) and pieces that hold one alike."""
+    family, shape, options = data.draw(st.sampled_from(TOKEN_SIZED))
+    parts = shape.split("{prose}")
+    text = parts[0] + "".join(data.draw(PROSE) + part for part in parts[1:])
+    sizes = data.draw(st.lists(st.integers(1, 6), min_size=1, max_size=6))
+    pieces: list[str] = []
+    at = 0
+    while at < len(text):
+        size = sizes[len(pieces) % len(sizes)]
+        pieces.append(text[at : at + size])
+        at += size
+    fmt = FORMATS[family]
+    msg, deltas, start = stream(fmt, pieces, options)
+    assert msg == parse_output(fmt, text, options)
+    check_deltas(start, deltas, msg)
+
+
 # --- format features no family above shows ---------------------------------------------------
 
 

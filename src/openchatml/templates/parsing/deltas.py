@@ -12,7 +12,8 @@ In the order of the output:
 
 :data:`Delta` is their union; a consumer matches on the classes. A tool delta built by a
 caller has its ``index`` checked; the parsers build theirs with the functions at the end
-of this module, which skip ``__init__`` (a hot path) and trust what they are given.
+of this module, which skip ``__init__`` (a hot path) and trust what they are given (the
+hottest paths call :data:`new_delta` and a setter in place, saving a call).
 """
 
 from __future__ import annotations
@@ -104,9 +105,12 @@ KIND_NAMES: Final[Mapping[type[object], str]] = MappingProxyType(
 
 # --- built by the parsers, without ``__init__`` -------------------------------------------
 
-_new = object.__new__
-_set_content_text = ContentText.__dict__["text"].__set__
-_set_reasoning_text = ReasoningText.__dict__["text"].__set__
+new_delta = object.__new__
+"""A delta's class → an empty delta of it, for the setters below to fill (a hot path)."""
+set_content_text = ContentText.__dict__["text"].__set__
+"""(delta, text): fills an empty :class:`ContentText`."""
+set_reasoning_text = ReasoningText.__dict__["text"].__set__
+"""(delta, text): fills an empty :class:`ReasoningText`."""
 _set_started_index = ToolCallStarted.__dict__["index"].__set__
 _set_started_name = ToolCallStarted.__dict__["name"].__set__
 _set_started_id = ToolCallStarted.__dict__["id"].__set__
@@ -118,21 +122,21 @@ _set_identified_id = ToolCallIdentified.__dict__["id"].__set__
 
 def content_text(text: str) -> ContentText:
     """A :class:`ContentText`, unchecked."""
-    delta: ContentText = _new(ContentText)
-    _set_content_text(delta, text)
+    delta: ContentText = new_delta(ContentText)
+    set_content_text(delta, text)
     return delta
 
 
 def reasoning_text(text: str) -> ReasoningText:
     """A :class:`ReasoningText`, unchecked."""
-    delta: ReasoningText = _new(ReasoningText)
-    _set_reasoning_text(delta, text)
+    delta: ReasoningText = new_delta(ReasoningText)
+    set_reasoning_text(delta, text)
     return delta
 
 
 def tool_call_started(index: int, name: str, id: str) -> ToolCallStarted:
     """A :class:`ToolCallStarted`, unchecked."""
-    delta: ToolCallStarted = _new(ToolCallStarted)
+    delta: ToolCallStarted = new_delta(ToolCallStarted)
     _set_started_index(delta, index)
     _set_started_name(delta, name)
     _set_started_id(delta, id)
@@ -141,7 +145,7 @@ def tool_call_started(index: int, name: str, id: str) -> ToolCallStarted:
 
 def tool_arguments_text(index: int, text: str) -> ToolArgumentsText:
     """A :class:`ToolArgumentsText`, unchecked."""
-    delta: ToolArgumentsText = _new(ToolArgumentsText)
+    delta: ToolArgumentsText = new_delta(ToolArgumentsText)
     _set_arguments_index(delta, index)
     _set_arguments_text(delta, text)
     return delta
@@ -149,7 +153,7 @@ def tool_arguments_text(index: int, text: str) -> ToolArgumentsText:
 
 def tool_call_identified(index: int, id: str) -> ToolCallIdentified:
     """A :class:`ToolCallIdentified`, unchecked."""
-    delta: ToolCallIdentified = _new(ToolCallIdentified)
+    delta: ToolCallIdentified = new_delta(ToolCallIdentified)
     _set_identified_index(delta, index)
     _set_identified_id(delta, id)
     return delta

@@ -64,9 +64,13 @@ from ..errors import ParseWarning
 from ..format import ToolSyntax
 from . import call_states, tagged_states, text_states
 from .deltas import (
+    ContentText,
     Delta,
+    ReasoningText,
     content_text,
-    reasoning_text,
+    new_delta,
+    set_content_text,
+    set_reasoning_text,
     tool_arguments_text,
     tool_call_identified,
     tool_call_started,
@@ -241,7 +245,9 @@ class Machine:
         text = self.buf[a:b]
         self.content.append(text)
         if not self.muted:
-            self.out.append(content_text(text))
+            delta = new_delta(ContentText)
+            set_content_text(delta, text)
+            self.out.append(delta)
 
     def emit_reasoning(self, a: int, b: int) -> None:
         """``buf[a:b]`` is reasoning (the answer's, when reasoning is not extracted)."""
@@ -253,7 +259,9 @@ class Machine:
         text = self.buf[a:b]
         self.reasoning.append(text)
         if not self.muted:
-            self.out.append(reasoning_text(text))
+            delta = new_delta(ReasoningText)
+            set_reasoning_text(delta, text)
+            self.out.append(delta)
 
     def emit_reasoning_marker(self, a: int, b: int) -> None:
         """A reasoning marker: part of the content when reasoning is not extracted."""

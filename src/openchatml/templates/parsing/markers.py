@@ -85,7 +85,17 @@ class Scanner:
     before it (``Action:`` is not found in ``Reaction:``); a marker that is only a word
     needs one after it too. ``exact`` looks for the texts as they are."""
 
-    __slots__ = ("_by_text", "_first", "_inside", "_longest", "_pattern", "_prefixes", "_sequels", "markers")
+    __slots__ = (
+        "_by_text",
+        "_first",
+        "_first_chars",
+        "_inside",
+        "_longest",
+        "_pattern",
+        "_prefixes",
+        "_sequels",
+        "markers",
+    )
 
     def __init__(self, markers: Sequence[Marker | None], exact: bool = False) -> None:
         unique: dict[str, Marker] = {}
@@ -99,6 +109,7 @@ class Scanner:
         self._prefixes = frozenset(t[:k] for t in texts for k in range(1, len(t)))
         """Every proper prefix of a marker: what may be one when the buffer ends."""
         firsts = sorted({t[0] for t in texts})
+        self._first_chars = "".join(firsts)
         self._first = re.compile("[" + "".join(re.escape(c) for c in firsts) + "]") if firsts else None
         self._longest = max((len(t) for t in texts), default=0)
         self._sequels = {t: tuple(o for o in texts if len(o) > len(t) and o.startswith(t)) for t in texts}
@@ -119,6 +130,11 @@ class Scanner:
     def first(self) -> re.Pattern[str] | None:
         """The characters a marker can begin with, as a character class."""
         return self._first
+
+    @property
+    def first_chars(self) -> str:
+        """The characters a marker can begin with (``""`` when there is no marker)."""
+        return self._first_chars
 
     def find(self, buf: str, i: int, final: bool) -> tuple[int, int, Marker | None]:
         """``(start, end, marker)`` of the first marker in ``buf[i:]``, ``end`` past the
@@ -148,7 +164,8 @@ class Scanner:
             return p, q, marker
         if final:
             return n, n, None
-        return self._hold(buf, i, n), self._hold(buf, i, n), None
+        hold = self._hold(buf, i, n)
+        return hold, hold, None
 
     def _earlier_partial(self, buf: str, i: int, p: int, text: str) -> int:
         """Where a longer marker that holds ``text`` (found at ``p``) may begin before it,

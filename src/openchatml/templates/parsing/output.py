@@ -68,7 +68,8 @@ class HarmonyOutputParser:
         )
         self._content: list[str] = []
         self._reasoning: list[str] = []
-        self._calls: list[list[str]] = []  # [name, arguments, id]
+        self._calls: list[tuple[str, str]] = []  # (name, id)
+        self._arguments: list[list[str]] = []  # the pieces of each call's arguments
         self._warnings: list[ParseWarning] = []
         self._kind: str | None = None  # what the open message's text is: _ANSWER, _REASONING, _ARGUMENTS
         self._raw_end = ""  # closes a reasoning message kept in the answer
@@ -83,7 +84,10 @@ class HarmonyOutputParser:
         return ParsedMessage(
             "".join(self._content),
             "".join(self._reasoning),
-            tuple(ToolCall(name, args, cid) for name, args, cid in self._calls),
+            tuple(
+                ToolCall(name, "".join(parts), cid)
+                for (name, cid), parts in zip(self._calls, self._arguments, strict=True)
+            ),
             tuple(self._warnings),
         )
 
@@ -97,7 +101,7 @@ class HarmonyOutputParser:
         unless the parse is ``partial``)."""
         in_call = self._open and self._kind == _ARGUMENTS
         deltas = self._map(self._parser.close())
-        if in_call and not self._options.partial and not _is_json(self._calls[-1][1]):
+        if in_call and not self._options.partial and not _is_json("".join(self._arguments[-1])):
             name = self._calls[-1][0]
             detail = f"the output ended inside the arguments of {name!r}; kept as written"
             self._warnings.append(ParseWarning("W-TRUNCATED", detail, self._fed))
@@ -106,10 +110,10 @@ class HarmonyOutputParser:
     def _map(self, events: list[Event]) -> list[Delta]:
         out: list[Delta] = []
         for event in events:
-            if isinstance(event, MessageStarted):
-                self._start(event, out)
-            elif isinstance(event, ContentDelta):
+            if type(event) is ContentDelta:  # the most frequent, first
                 self._text(event.text, out)
+            elif isinstance(event, MessageStarted):
+                self._start(event, out)
             elif isinstance(event, MessageDone):
                 if self._raw_end:
                     self._text(self._raw_end, out, raw=True)
@@ -125,7 +129,8 @@ class HarmonyOutputParser:
         recipient = header.recipient
         if recipient is not None and recipient.startswith(_FUNCTIONS):
             name = recipient[len(_FUNCTIONS) :]
-            self._calls.append([name, "", header.call_id or ""])
+            self._calls.append((name, header.call_id or ""))
+            self._arguments.append([])
             self._kind = _ARGUMENTS
             out.append(tool_call_started(len(self._calls) - 1, name, header.call_id or ""))
             return
@@ -145,7 +150,7 @@ class HarmonyOutputParser:
         if not text or self._kind is None:
             return
         if self._kind == _ARGUMENTS:
-            self._calls[-1][1] += text
+            self._arguments[-1].append(text)
             out.append(tool_arguments_text(len(self._calls) - 1, text))
         elif self._kind == _REASONING:
             self._reasoning.append(text)

@@ -6,20 +6,33 @@ says the output has ended. How it reads is :mod:`.machine`'s theory of operation
 
 The hot path: while plain text continues (content, reasoning, a string inside tool-call
 arguments) and a new piece holds no character a marker (or the string's end) begins
-with, :meth:`~TemplateParser.feed` emits it without running the state machine.
+with, :meth:`~TemplateParser.feed` emits it without running the state machine. When
+markers begin with one character only (most formats: ``<``), a piece is checked with
+``in`` rather than a regex.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from json.decoder import scanstring  # type: ignore[attr-defined]
-from typing import Final
+from typing import Final, NamedTuple
 
 from ..errors import UnsupportedTemplateError
 from ..format import TemplateFormat
-from .deltas import Delta, ToolArgumentsText, content_text, reasoning_text, tool_arguments_text
+from .deltas import (
+    ContentText,
+    Delta,
+    ReasoningText,
+    ToolArgumentsText,
+    new_delta,
+    set_content_text,
+    set_reasoning_text,
+    tool_arguments_text,
+)
 from .json_writer import encode_string
 from .machine import Machine
+from .markers import Scanner
 from .message import ParsedMessage, ToolCall
 from .options import ParseOptions
 from .plan import compile_plan
@@ -48,9 +61,20 @@ _SINGLE_NOT_AS_IS: Final = re.compile(r'\\[^"\\bfnrt]|[\x00-\x1f"]')
 
 _DEFAULTS: Final = ParseOptions()
 
-HotPath = tuple[re.Pattern[str], int]
-"""What the next text may continue without the machine: (the characters that would end
-it, what it is: ``_HOT_*``)."""
+HotPath = tuple[int, str, Callable[[str], "re.Match[str] | None"]]
+"""What the next text may continue without the machine: (what it is: ``_HOT_*``; the one
+character that would end it, or ``""``; the ``search`` of the characters that would end
+it, or for a quoted string the ``match`` of its body)."""
+
+
+class PlainPaths(NamedTuple):
+    """The hot paths of a parser's plain text, made once per parser."""
+
+    content: HotPath
+    reasoning: HotPath
+    """Reasoning (content when reasoning is not extracted)."""
+    raw_string: HotPath
+    """A tagged argument's raw string value."""
 
 
 def parse_output(fmt: TemplateFormat, text: str, options: ParseOptions = _DEFAULTS) -> ParsedMessage:
@@ -71,7 +95,7 @@ class TemplateParser:
     core codec parses it.
     """
 
-    __slots__ = ("_finished", "_hot", "_machine", "_message")
+    __slots__ = ("_finished", "_hot", "_machine", "_message", "_plain_paths")
 
     def __init__(self, fmt: TemplateFormat, options: ParseOptions = _DEFAULTS) -> None:
         if fmt.harmony:
@@ -85,6 +109,12 @@ class TemplateParser:
         self._message: ParsedMessage | None = None
         self._hot: HotPath | None = None
         """The hot path of the next :meth:`feed`, if it has one."""
+        reasoning = _HOT_REASONING if options.extract_reasoning else _HOT_CONTENT
+        self._plain_paths = PlainPaths(
+            _plain(_HOT_CONTENT, plan.content_scanner),
+            _plain(reasoning, plan.reasoning_scanner),
+            _plain(_HOT_RAW_STRING, plan.value_scanner),
+        )
         if options.prefix:
             machine.muted = True
             self.feed(options.prefix)
@@ -109,31 +139,40 @@ class TemplateParser:
     def feed(self, text: str) -> list[Delta]:
         """Read ``text`` (the next piece of the output); return the deltas it makes
         certain. After :meth:`finish`, nothing is read."""
-        if not text or self._finished:
-            return []
-        machine = self._machine
-        hot = self._hot
-        if hot is not None and machine.pos == len(machine.buf):
-            # the hot path: the text continues what is being read, and nothing in it can end it
-            what = hot[1]
+        hot = self._hot  # set only while the machine has read all it holds
+        if hot is not None and text:
+            what, stop, check = hot
             if what >= _HOT_DOUBLE_QUOTED:
-                quoted = _quoted_string(machine, text, hot[0], what == _HOT_SINGLE_QUOTED)
+                quoted = _quoted_string(self._machine, text, check, what == _HOT_SINGLE_QUOTED)
                 if quoted is not None:
+                    if self._machine.pos != len(text):
+                        self._hot = None
                     return [quoted]
-            elif hot[0].search(text) is None:
+            elif not ((stop in text) if stop else check(text)):
+                # the text continues what is being read, and nothing in it can end it
+                machine = self._machine
                 delta: Delta
                 if what == _HOT_CONTENT:
                     machine.content.append(text)
-                    delta = content_text(text)
+                    delta = new_delta(ContentText)
+                    set_content_text(delta, text)
                 elif what == _HOT_REASONING:
                     machine.reasoning.append(text)
-                    delta = reasoning_text(text)
+                    delta = new_delta(ReasoningText)
+                    set_reasoning_text(delta, text)
                 else:
                     delta = _raw_string(machine, text)
                 machine.base += len(machine.buf)
                 machine.buf = text
                 machine.pos = len(text)
                 return [delta]
+        return self._run(text)
+
+    def _run(self, text: str) -> list[Delta]:
+        """Read ``text`` through the state machine."""
+        if not text or self._finished:
+            return []
+        machine = self._machine
         out: list[Delta] = []
         machine.out = out
         i = machine.pos
@@ -147,7 +186,7 @@ class TemplateParser:
             machine.run(False)
         except Exception as exc:  # a parser bug: keep the stream alive, say so
             machine.recover(exc)
-        self._hot = _hot_path(machine)
+        self._hot = _hot_path(machine, self._plain_paths)
         return out
 
     def finish(self) -> list[Delta]:
@@ -177,11 +216,12 @@ def _raw_string(machine: Machine, text: str) -> ToolArgumentsText:
 
 
 def _quoted_string(
-    machine: Machine, text: str, body_re: re.Pattern[str], single: bool
+    machine: Machine, text: str, body_match: Callable[[str], re.Match[str] | None], single: bool
 ) -> ToolArgumentsText | None:
-    """The hot path inside a quoted string of tool-call arguments: ``None`` when the
-    string may end in ``text`` or holds an escape JSON does not know."""
-    m = body_re.match(text)
+    """The hot path inside a quoted string of tool-call arguments (``body_match``: the
+    ``match`` of its body): ``None`` when the string may end in ``text`` or holds an
+    escape JSON does not know."""
+    m = body_match(text)
     used = m.end() if m is not None else 0
     if used == 0 or used < len(text) - 1 or (used == len(text) - 1 and text[-1] != "\\"):
         return None  # a closing quote (or a character the quick decoder cannot take)
@@ -212,21 +252,15 @@ def _quoted_string(
     return tool_arguments_text(call.index, piece)
 
 
-def _hot_path(machine: Machine) -> HotPath | None:
+def _hot_path(machine: Machine, plain: PlainPaths) -> HotPath | None:
     """What the hot path of the next :meth:`~TemplateParser.feed` is, if there is one."""
     if machine.muted or machine.pos != len(machine.buf):
         return None
     state = machine.state
-    plan = machine.plan
     if state is State.CONTENT:
-        if machine.at_start:
-            return None
-        return (plan.content_scanner.first or _NEVER, _HOT_CONTENT)
+        return None if machine.at_start else plain.content
     if state is State.REASONING:
-        return (
-            plan.reasoning_scanner.first or _NEVER,
-            _HOT_REASONING if machine.extract_reasoning else _HOT_CONTENT,
-        )
+        return plain.reasoning
     call = machine.call
     if call is None or not call.announced:
         return None
@@ -238,7 +272,7 @@ def _hot_path(machine: Machine) -> HotPath | None:
             and argument.wrapper == NO_WRAPPER
             and argument.started
         ):
-            return (plan.value_scanner.first or _NEVER, _HOT_RAW_STRING)
+            return plain.raw_string
         return None
     lexer = machine.lexer
     if lexer is None or not lexer.in_string:
@@ -249,5 +283,15 @@ def _hot_path(machine: Machine) -> HotPath | None:
         writer = json_call.writer
     if writer is None or not writer.in_string:
         return None
-    ends = _STRING_BODIES.get(lexer.quote)
-    return ends if ends is not None else (re.compile(re.escape(lexer.quote[0])), _HOT_RAW_STRING)
+    body = _STRING_BODIES.get(lexer.quote)
+    if body is None:
+        return (_HOT_RAW_STRING, lexer.quote[0], _NEVER.search)
+    return (body[1], "", body[0].match)
+
+
+def _plain(what: int, scanner: Scanner) -> HotPath:
+    """The hot path of text that ``scanner`` 's markers end."""
+    stops = scanner.first_chars
+    if len(stops) == 1:
+        return (what, stops, _NEVER.search)
+    return (what, "", (scanner.first or _NEVER).search)
