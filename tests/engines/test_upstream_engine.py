@@ -177,18 +177,6 @@ def test_usage_chunk_and_comments_are_skipped(upstream: Running, stub: Stub) -> 
     assert with_engine(upstream.url, body) == [[11, 12], [13], [14, 15, 16]]
 
 
-def test_each_stream_has_a_connection_of_its_own(upstream: Running, stub: Stub) -> None:
-    """No kept-alive connection is reused: reuse stalled streams behind vLLM's server."""
-
-    async def body(engine: UpstreamEngine) -> None:
-        for _ in range(3):
-            assert await lists_of(engine, stub_params(script=[[1], [RETURN]])) == [[1], [RETURN]]
-
-    with_engine(upstream.url, body)
-    ports = [seen.client_port for seen in completions(stub)]
-    assert len(ports) == 3 and len(set(ports)) == 3
-
-
 @pytest.mark.parametrize("status", [400, 500])
 def test_upstream_error_status(upstream: Running, stub: Stub, status: int) -> None:
     async def body(engine: UpstreamEngine) -> None:
@@ -243,7 +231,7 @@ def test_generate_refused_after_connect(upstream: Running) -> None:
 
     async def main() -> None:
         client = httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}")
-        async with UpstreamEngine(client, ModelInfo(id="gone")) as engine:
+        async with UpstreamEngine(client, ModelInfo(id="gone"), connect_deadline=0.2) as engine:
             await lists_of(engine, SamplingParams())
 
     with pytest.raises(EngineError, match="cannot reach upstream"):

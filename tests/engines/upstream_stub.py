@@ -365,24 +365,37 @@ def completions(stub: Stub) -> list[Seen]:
 
 
 @contextlib.contextmanager
-def serving() -> Iterator[Running]:
-    """The stub served by uvicorn in a thread on a free loopback port until the block ends."""
+def serving(
+    listener: socket.socket | None = None, *, start_after: float = 0.0, keep_alive: float = 30.0
+) -> Iterator[Running]:
+    """The stub served by uvicorn in a thread on a loopback port until the block ends: on
+    ``listener`` (a bound socket) if given, else on a free port. With ``start_after`` the
+    block begins at once and the stub starts serving (accepting) that many seconds later;
+    ``keep_alive``: the seconds after which it closes an idle connection."""
     stub = Stub()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
+    sock = listener or socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    if listener is None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(("127.0.0.1", 0))
     port = sock.getsockname()[1]
-    config = uvicorn.Config(stub, lifespan="off", log_level="warning", timeout_keep_alive=30)
+    config = uvicorn.Config(stub, lifespan="off", log_level="warning", timeout_keep_alive=keep_alive)
     server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+
+    def run() -> None:
+        if start_after and not server.should_exit:
+            time.sleep(start_after)
+        if not server.should_exit:
+            server.run(sockets=[sock])
+
+    thread = threading.Thread(target=run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 10
-    while not server.started:
+    while not server.started and not start_after:
         assert time.monotonic() < deadline, "stub server did not start"
         time.sleep(0.01)
     try:
         yield Running(stub, f"http://127.0.0.1:{port}")
     finally:
         server.should_exit = True
-        thread.join(10)
+        thread.join(10 + start_after)
         sock.close()

@@ -32,15 +32,28 @@ log probabilities asked for a gap is an error.
 Stop ids and ``max_tokens`` are sent upstream and enforced here too, so a server that
 ignores either still ends the stream after the stop id. When the consumer closes the
 iterator, the HTTP response is closed with it: the connection drops and the server
-aborts the request. Each request opens a connection of its own: reusing kept-alive
-connections to vLLM's server after a burst of streams stalled new streams for seconds
-(measured with ``bench/bench_server.py``), against a fraction of a millisecond to connect.
+aborts the request.
+
+Connections are kept alive and reused: a stream read to its end hands its connection back
+to the pool, and one closed before its end (a consumer that left, a stop the server went
+past) is closed, never reused (httpcore reuses a connection only once both sides of its
+last exchange are complete). An idle connection is dropped after
+:data:`KEEPALIVE_SECONDS`, before vLLM's and llama-server's HTTP servers close it at 5 s,
+so that no request goes out on a connection the server is closing. A connection that
+cannot be opened (refused, the connect timed out on a server too busy to accept, no room
+in the pool) is tried again with a growing pause until ``connect_deadline`` has passed
+since the request began, and one the server dropped before answering (a kept-alive
+connection it had closed) is tried again :data:`DROPPED_RETRIES` times at most; nothing
+of the request was read in either case. Then the request fails with an
+:class:`UpstreamError`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from typing import Any, Final, cast
 
@@ -73,6 +86,22 @@ from .upstream_requests import (
 )
 
 JSON_HEADERS: Final = {"Content-Type": "application/json"}
+KEEPALIVE_SECONDS: Final = 2.0
+"""How long an idle connection stays in the pool (vLLM's and llama-server's servers close
+one after 5 s)."""
+KEPT_ALIVE: Final = 64
+"""How many idle connections the pool keeps."""
+CONNECT_DEADLINE: Final = 30.0
+"""How long a request keeps trying to open a connection (each try within ``connect_timeout``)."""
+DROPPED_RETRIES: Final = 2
+"""How many times a request the server dropped before answering is sent again."""
+FIRST_PAUSE: Final = 0.05
+"""The pause before the second try to connect; each later one doubles, up to :data:`LONGEST_PAUSE`."""
+LONGEST_PAUSE: Final = 1.0
+_UNSENT: Final = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+"""Failures to get a connection: nothing of the request reached the server."""
+_DROPPED: Final = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+"""Failures before any answer: a kept-alive connection the server had closed."""
 
 _log = logging.getLogger(__name__)
 
@@ -106,6 +135,7 @@ class UpstreamEngine:
         owns_client: bool = True,
         tokenizer: ModelTokenizer | None = None,
         enforces_grammar: bool = False,
+        connect_deadline: float = CONNECT_DEADLINE,
     ) -> None:
         if flavor not in FLAVORS:
             raise ValueError(f"flavor must be one of {sorted(FLAVORS)}, got {flavor!r}")
@@ -116,6 +146,7 @@ class UpstreamEngine:
         self._base = str(client.base_url).rstrip("/")
         self._tokenizer = tokenizer
         self._enforces_grammar = enforces_grammar
+        self._connect_deadline = connect_deadline
 
     @classmethod
     async def connect(
@@ -128,6 +159,7 @@ class UpstreamEngine:
         connect_timeout: float = 10.0,
         request_timeout: float = 30.0,
         tokenizer: ModelTokenizer | None = None,
+        connect_deadline: float = CONNECT_DEADLINE,
     ) -> UpstreamEngine:
         """Open a pooled client to ``base_url`` (with or without ``/v1``), ask
         ``GET /v1/models`` for the model id and context window, detect the flavor
@@ -137,8 +169,9 @@ class UpstreamEngine:
 
         ``model`` picks one of the served models (default: the first); ``tokenizer`` is
         its tokenizer (see the class docstring). Connecting has a ``connect_timeout``, the
-        model listing and the probe a ``request_timeout``; streamed reads have none.
-        Raises :class:`UpstreamError`
+        model listing and the probe a ``request_timeout``; streamed reads have none. A
+        generation keeps trying to connect for ``connect_deadline`` seconds (see the module
+        notes); the model listing tries once. Raises :class:`UpstreamError`
         when the server is unreachable, answers an error, or does not serve ``model``;
         ``ValueError`` for a bad ``base_url`` or ``flavor``.
         """
@@ -150,7 +183,9 @@ class UpstreamEngine:
             base_url=root,
             headers=headers,
             timeout=httpx.Timeout(None, connect=connect_timeout),
-            limits=httpx.Limits(max_connections=None, max_keepalive_connections=0),  # see the module notes
+            limits=httpx.Limits(
+                max_connections=None, max_keepalive_connections=KEPT_ALIVE, keepalive_expiry=KEEPALIVE_SECONDS
+            ),
         )
         try:
             listing = await _get_json(client, "/v1/models", request_timeout)
@@ -174,7 +209,14 @@ class UpstreamEngine:
                 chosen,
                 refusal,
             )
-        return cls(client, info, flavor=chosen, tokenizer=tokenizer, enforces_grammar=not refusal)
+        return cls(
+            client,
+            info,
+            flavor=chosen,
+            tokenizer=tokenizer,
+            enforces_grammar=not refusal,
+            connect_deadline=connect_deadline,
+        )
 
     @property
     def info(self) -> ModelInfo:
@@ -275,11 +317,7 @@ class UpstreamEngine:
         """POST ``body`` to ``path`` and hand over the streamed response (2xx only); the
         response is closed at exit, which drops the connection and so cancels the request."""
         url = self._base + path
-        request = self._client.build_request("POST", path, content=orjson.dumps(body), headers=JSON_HEADERS)
-        try:
-            response = await self._client.send(request, stream=True)
-        except httpx.HTTPError as exc:
-            raise UpstreamError(f"cannot reach upstream {url}: {exc!r}", url=url) from exc
+        response = await self._send(self._client.build_request("POST", path, content=orjson.dumps(body)))
         try:
             if response.status_code >= 400:
                 raw = await response.aread()
@@ -392,12 +430,51 @@ class UpstreamEngine:
         return tokens[len(seen) : None if rest else predicted - len(last)], ended
 
     async def _post_json(self, path: str, body: dict[str, Any]) -> Any:
-        url = self._base + path
+        request = self._client.build_request("POST", path, content=orjson.dumps(body))
+        response = await self._send(request)
         try:
-            response = await self._client.post(path, content=orjson.dumps(body), headers=JSON_HEADERS)
+            await response.aread()
         except httpx.HTTPError as exc:
-            raise UpstreamError(f"cannot reach upstream {url}: {exc!r}", url=url) from exc
-        return json_answer(response, url)
+            raise UpstreamError(f"upstream {request.url} failed: {exc!r}", url=str(request.url)) from exc
+        finally:
+            await response.aclose()
+        return json_answer(response, str(request.url))
+
+    async def _send(self, request: httpx.Request) -> httpx.Response:
+        """``request`` sent, its answer's head read (the body left to stream), with the
+        retries of the module notes: a connection that cannot be opened is tried again
+        until ``connect_deadline``, one dropped before any answer :data:`DROPPED_RETRIES`
+        times. Raises :class:`UpstreamError` when they run out or another failure comes."""
+        request.headers.update(JSON_HEADERS)
+        began = time.monotonic()
+        pause = FIRST_PAUSE
+        tries = dropped = 0
+        while True:
+            tries += 1
+            try:
+                return await self._client.send(request, stream=True)
+            except _UNSENT as exc:
+                failure: httpx.HTTPError = exc
+            except _DROPPED as exc:
+                if dropped >= DROPPED_RETRIES:
+                    raise _unreachable(request, exc, tries, began) from exc
+                dropped += 1
+                continue
+            except httpx.HTTPError as exc:
+                raise _unreachable(request, exc, tries, began) from exc
+            left = began + self._connect_deadline - time.monotonic()
+            if left <= 0:
+                raise _unreachable(request, failure, tries, began) from failure
+            await asyncio.sleep(min(pause, left))
+            pause = min(2 * pause, LONGEST_PAUSE)
+
+
+def _unreachable(request: httpx.Request, failure: httpx.HTTPError, tries: int, began: float) -> UpstreamError:
+    """The error of a request that got no answer after ``tries`` tries since ``began``."""
+    url = str(request.url)
+    spent = time.monotonic() - began
+    counted = f"{tries} {'try' if tries == 1 else 'tries'} in {spent:.1f} s"
+    return UpstreamError(f"cannot reach upstream {url}: {failure!r} ({counted})", url=url)
 
 
 def _moved_seed(seed: int, position: int) -> int:
