@@ -11,10 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import logging
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from typing import Final, ParamSpec, TypeVar
 
 from ..core.messages import Conversation, Message
 from ..engines.base import Engine
@@ -49,6 +52,21 @@ from .runs import Run, RunRegistry
 from .settings import ServiceSettings
 
 log = logging.getLogger("openchatml.server")
+
+P = ParamSpec("P")
+T = TypeVar("T")
+PROMPT_THREADS: Final = ThreadPoolExecutor(max_workers=4, thread_name_prefix="openchatml-prompt")
+"""The threads that render prompts: apart from the default executor, where store calls
+wait their turn on the store's lock, so that no prompt waits behind the writes of
+responses that are ending."""
+
+
+async def in_prompt_thread(work: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+    """``work(*args, **kwargs)`` in a :data:`PROMPT_THREADS` thread, in this context."""
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(
+        PROMPT_THREADS, lambda: context.run(work, *args, **kwargs)
+    )
 
 
 class ResponseRunner:
@@ -146,7 +164,7 @@ class ResponseRunner:
         hosted = await self.hosted.session(state, owner, history, new_input)
         request = state.request  # with the namespaces of its MCP servers' tools, once listed
         try:
-            prepared = await asyncio.to_thread(self._prepare, request, conversation)
+            prepared = await in_prompt_thread(self._prepare, request, conversation)
         except BaseException:
             await hosted.close()
             raise
@@ -346,7 +364,7 @@ class ResponseRunner:
 
         async def render(added: Sequence[Message]) -> Prepared | None:
             try:
-                return await asyncio.to_thread(self._prepare, later, items, added)
+                return await in_prompt_thread(self._prepare, later, items, added)
             except RequestError:  # the conversation no longer fits: the loop ends there
                 return None
 
