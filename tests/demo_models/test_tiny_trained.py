@@ -245,3 +245,29 @@ def test_training_is_reproducible_for_a_seed() -> None:
         "heldout_token_accuracy",
         "heldout_city_calls",
     }
+
+
+def test_sorted_experts_compute_what_gpt_oss_experts_compute_with_the_same_gradients() -> None:
+    from openchatml.demo_models.tiny_training import SortedExperts
+
+    recipe = TinyRecipe(hidden=32, layers=1, heads=2, kv_heads=1, experts=4)
+    torch.manual_seed(3)
+    model = transformers.GptOssForCausalLM(transformers.GptOssConfig(**recipe.config(50)))
+    mlp = model.model.layers[0].mlp
+    with torch.no_grad():
+        for parameter in mlp.parameters():
+            parameter.normal_(0.0, 0.5)
+    hidden = torch.randn(2, 37, 32)
+    reference = mlp(hidden)[0]
+    reference.square().sum().backward()
+    expected = {name: p.grad.clone() for name, p in mlp.named_parameters()}
+    mlp.zero_grad()
+    mlp.experts.forward = SortedExperts(mlp.experts, torch)
+    routed = torch.bincount(mlp.router(hidden.reshape(-1, 32))[2][:, 0], minlength=4)
+    assert int((routed > 0).sum()) >= 2  # the tokens really go to several experts
+    sorted_out = mlp(hidden)[0]
+    sorted_out.square().sum().backward()
+    torch.testing.assert_close(sorted_out, reference)
+    for name, p in mlp.named_parameters():
+        scale = float(expected[name].abs().max())  # sums in another order: float rounding only
+        torch.testing.assert_close(p.grad, expected[name], rtol=1e-3, atol=1e-5 * scale, msg=name)
