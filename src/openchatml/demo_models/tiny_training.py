@@ -47,7 +47,7 @@ class TinyRecipe:
 
     seed: int = 0
     dialogues: int = 40000
-    steps: int = 2600
+    steps: int = 3200
     batch: int = 16
     learning_rate: float = 2e-3
     warmup: int = 100
