@@ -246,7 +246,9 @@ def test_the_token_budget_bounds_the_cache_and_preempted_rows_resume_unbroken(en
     held: list[tuple[int, int]] = []  # (rows, cache columns after the pass) of each decode pass
     hook = engine._model.register_forward_pre_hook(
         lambda module, args, kwargs: (
-            held.append(tuple(kwargs["attention_mask"].shape)) if kwargs["input_ids"].shape[1] == 1 else None
+            held.append((kwargs["input_ids"].shape[0], kwargs["past_key_values"].get_seq_length() + 1))
+            if kwargs["input_ids"].shape[1] == 1
+            else None
         ),
         with_kwargs=True,
     )

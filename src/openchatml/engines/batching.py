@@ -80,20 +80,25 @@ class PaddedBatch:
         self.positions.append(length)
 
     def inputs(self, ids: Sequence[int]) -> dict[str, Any]:
-        """The keyword arguments of a forward pass that feeds ``ids`` (one per row)."""
+        """The keyword arguments of a forward pass that feeds ``ids`` (one per row). Rows
+        without padding (all as long as the batch) need no attention mask: the model then
+        takes its plain causal path."""
         torch = self.torch
         device = self.device
         rows = len(self.positions)
-        return {
+        inputs = {
             "input_ids": torch.tensor(list(ids), dtype=torch.long, device=device).view(rows, 1),
-            "attention_mask": torch.cat([self.mask, self.mask.new_ones((rows, 1))], dim=1),
             "position_ids": torch.tensor(self.positions, dtype=torch.long, device=device).view(rows, 1),
             "past_key_values": self.cache,
         }
+        if min(self.positions) < self.width:
+            inputs["attention_mask"] = self._extended()
+        return inputs
 
     def advance(self, inputs: dict[str, Any]) -> None:
         """Record the forward pass made with ``inputs``: every row is one id longer."""
-        self.mask = inputs["attention_mask"]
+        mask = inputs.get("attention_mask")
+        self.mask = self._extended() if mask is None else mask
         self.width += 1
         self.positions = [position + 1 for position in self.positions]
 
@@ -110,6 +115,10 @@ class PaddedBatch:
         self.mask = self.mask[index]
         self.positions = [self.positions[row] for row in rows]
         self._trim(self.width - max(self.positions))
+
+    def _extended(self) -> Any:
+        """The attention mask with one more column, the ids being fed."""
+        return self.torch.cat([self.mask, self.mask.new_ones((len(self.positions), 1))], dim=1)
 
     def _trim(self, columns: int) -> None:
         """Drop the first ``columns`` columns, padding in every row."""
