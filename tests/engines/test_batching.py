@@ -176,15 +176,22 @@ def _alone_each(
     return [asyncio.run(_run(engine, p, s)) for p, s in requests]
 
 
+def _counted(
+    engine: TransformersEngine, requests: list[tuple[list[int], SamplingParams]]
+) -> tuple[list[list[Any]], Passes]:
+    """The requests run together, and the forward passes they took."""
+    passes = Passes(engine._model)
+    try:
+        return _together(engine, requests), passes
+    finally:
+        passes.close()
+
+
 def test_concurrent_requests_share_forward_passes_and_get_what_they_get_alone(engine_factory: Any) -> None:
     engine = engine_factory()
     requests = [(_ids(text), SamplingParams(max_tokens=24, temperature=0)) for text in PROMPTS]
     alone = _alone_each(engine, requests)
-    passes = Passes(engine._model)
-    try:
-        together = _together(engine, requests)
-    finally:
-        passes.close()
+    together, passes = _counted(engine, requests)
     assert together == alone
     assert max(passes.decodes) == len(PROMPTS)
     assert len(passes.decodes) < 24 * len(PROMPTS) / 2  # one pass serves several rows
@@ -225,11 +232,7 @@ def test_the_batch_size_bounds_the_rows(engine_factory: Any) -> None:
     engine = engine_factory(batch_size=2)
     requests = [(_ids(text), SamplingParams(max_tokens=12, temperature=0)) for text in PROMPTS]
     alone = _alone_each(engine, requests)
-    passes = Passes(engine._model)
-    try:
-        together = _together(engine, requests)
-    finally:
-        passes.close()
+    together, passes = _counted(engine, requests)
     assert together == alone
     assert max(passes.decodes) == 2
 
@@ -315,11 +318,7 @@ def test_a_model_whose_cache_cannot_batch_decodes_one_request_at_a_time(
     engine = engine_factory()
     requests = [(_ids(text), SamplingParams(max_tokens=8, temperature=0)) for text in PROMPTS]
     alone = _alone_each(engine, requests)
-    passes = Passes(engine._model)
-    try:
-        together = _together(engine, requests)
-    finally:
-        passes.close()
+    together, passes = _counted(engine, requests)
     assert together == alone
     assert max(passes.decodes) == 1
 
