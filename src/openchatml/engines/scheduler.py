@@ -158,9 +158,9 @@ class BatchScheduler:
         """Post ``job``'s end (``error`` when it failed) and forget it."""
         if error is None and self._closed and job.cancel.is_set():
             error = EngineError("the engine was closed")
-        job.post(Done(error))
-        with self._wake:
+        with self._wake:  # forgotten first: a consumer that sees its end sees the engine free
             self._jobs.discard(job)
+        job.post(Done(error))
 
     def _admit(self, batch: PaddedBatch, rows: list[_Row]) -> list[_Row] | None:
         """The waiting rows that fit in the batch now (waiting for one while the batch is
