@@ -38,8 +38,7 @@ Each request opens a connection of its own (:data:`KEPT_ALIVE` is 0): with kept-
 connections reused, ``bench/bench_server.py`` against vLLM 0.32 (CPU) at 16 streams saw
 63 of 80 requests stall (TTFT p50 1.9 s, 0.30× raw throughput), against none of 48 and
 0.88× with a connection per request; a connect costs a fraction of a millisecond on the
-streams' scale. (Were reuse turned on, an idle connection would be dropped after
-:data:`KEEPALIVE_SECONDS`, before those servers close one at 5 s.) A connection that
+streams' scale. A connection that
 cannot be opened (refused, the connect timed out on a server too busy to accept, no room
 in the pool) is tried again with a growing pause until ``connect_deadline`` has passed
 since the request began, and one the server dropped before answering (a kept-alive
@@ -86,9 +85,6 @@ from .upstream_requests import (
 )
 
 JSON_HEADERS: Final = {"Content-Type": "application/json"}
-KEEPALIVE_SECONDS: Final = 2.0
-"""How long an idle connection stays in the pool (vLLM's and llama-server's servers close
-one after 5 s)."""
 KEPT_ALIVE: Final = 0
 """How many idle connections the pool keeps: none (see the module notes)."""
 CONNECT_DEADLINE: Final = 30.0
@@ -183,9 +179,7 @@ class UpstreamEngine:
             base_url=root,
             headers=headers,
             timeout=httpx.Timeout(None, connect=connect_timeout),
-            limits=httpx.Limits(
-                max_connections=None, max_keepalive_connections=KEPT_ALIVE, keepalive_expiry=KEEPALIVE_SECONDS
-            ),
+            limits=httpx.Limits(max_connections=None, max_keepalive_connections=KEPT_ALIVE),
         )
         try:
             listing = await _get_json(client, "/v1/models", request_timeout)
